@@ -1,0 +1,351 @@
+"""Rules applied to a call's args before hashing, and to its outputs before storing.
+
+On args, in one pass and in this order: transport-only fields stripped; volatile ids renamed
+(``«id:N»`` in order of first appearance in the run); timestamps and declared volatile fields
+replaced by placeholders of the same type; absolute paths under the project root made
+relative; then the user's rule for that call, if any. Numbers, booleans and every other
+string are left as they are: semantic arguments (filters, limits, queries) are never touched.
+
+On outputs: ids are learned (so an id returned at step 3 and sent again at step 4 gets the
+same placeholder in both runs), and wall-clock values are replaced by same-type placeholders
+that depend only on the call's ``seq``, so re-recordings diff cleanly and SDK parsers still
+accept the replayed bodies.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import ArgumentError
+
+Rule = Callable[[Any], Any]
+
+# Credentials: stripped before hashing and never written (redaction drops them too).
+CREDENTIAL_FIELDS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+    }
+)
+# Transport-only fields: they say how a call travelled, not what it asked.
+TRANSPORT_FIELDS = CREDENTIAL_FIELDS | frozenset(
+    {"idempotency-key", "idempotency_key", "x-request-id", "request-id", "request_id"}
+)
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_PROVIDER_ID = re.compile(
+    r"(?:chatcmpl|cmpl|call|toolu|srvtoolu|msg|msgbatch|resp|req|run|fc|rs|ws|item|batch|file"
+    r"|asst|thread|step|evt|sess|ctc|mcp|mcpr)[-_][A-Za-z0-9_-]{6,}"
+)
+_GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
+_DATETIME = re.compile(
+    r"(\d{4}-\d{2}-\d{2})([T ])(\d{2}:\d{2}(?::\d{2})?)(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"
+)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIME_NAMES = frozenset({"created", "updated", "timestamp", "ts", "time", "now", "date"})
+_TIME_SUFFIXES = ("_at", "_time", "_ts", "At")
+_EPOCH_S = (1e9, 4e9)
+_EPOCH_MS = (1e12, 4e12)
+# 2000-01-01T00:00:00Z: placeholders count seconds from here by seq.
+_PLACEHOLDER_EPOCH = 946684800
+_INT_LIMIT = 2**63
+_MISSING = object()
+
+
+def is_id_field(name: str) -> bool:
+    """Whether a field name conventionally holds an identifier."""
+    return name == "id" or name.endswith(("_id", "Id", "-id"))
+
+
+def is_time_field(name: str) -> bool:
+    """Whether a field name conventionally holds a wall-clock value."""
+    return name in _TIME_NAMES or name.endswith(_TIME_SUFFIXES)
+
+
+def looks_like_id(value: str, field_name: str | None) -> bool:
+    """Whether a string is a generated identifier: a UUID, a provider id, or a
+    generated-looking value (8+ id characters with a digit) under an id-named field."""
+    n = len(value)
+    if n == 36 and _UUID.fullmatch(value):
+        return True
+    if n >= 8 and _PROVIDER_ID.fullmatch(value):
+        return True
+    return field_name is not None and is_id_field(field_name) and bool(_GENERATED.fullmatch(value))
+
+
+class IdMap:
+    """Consistent renaming of volatile ids within one run, in order of first appearance."""
+
+    __slots__ = ("_names",)
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def get(self, raw: str) -> str | None:
+        """The placeholder already given to ``raw``, if any."""
+        return self._names.get(raw)
+
+    def name(self, raw: str) -> str:
+        """The placeholder of ``raw``, giving it the next one if it has none."""
+        placeholder = self._names.get(raw)
+        if placeholder is None:
+            placeholder = f"«id:{len(self._names) + 1}»"
+            self._names[raw] = placeholder
+        return placeholder
+
+    def learn(self, ids: list[str]) -> None:
+        """Give placeholders to ids found in an output, in order."""
+        for raw in ids:
+            self.name(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizeConfig:
+    """Which normalization rules run. Each is on by default and can be switched off.
+
+    Args:
+        strip_fields: field names (compared lower-case) removed from args anywhere.
+        ids: rename volatile ids to ``«id:N»``.
+        timestamps: replace date-times in args with ``«ts»`` and epoch numbers under
+            time-named fields with 0.
+        volatile: extra field names whose values are volatile; replaced by same-type
+            placeholders in args and ignored by diffs.
+        root: the project root; absolute paths below it are made relative. ``None`` to keep.
+        output_times: replace wall-clock values in outputs by seq-based placeholders.
+        rules: per-call user rules, keyed by ``name`` or ``kind:name``, each taking the
+            normalized args and returning the args to hash and store.
+    """
+
+    strip_fields: frozenset[str] = TRANSPORT_FIELDS
+    ids: bool = True
+    timestamps: bool = True
+    volatile: frozenset[str] = frozenset()
+    root: str | None = None
+    output_times: bool = True
+    rules: Mapping[str, Rule] = field(default_factory=dict)
+
+
+class Normalizer:
+    """Applies a ``NormalizeConfig`` to args and outputs."""
+
+    __slots__ = ("_config", "_root_prefix")
+
+    def __init__(self, config: NormalizeConfig | None = None) -> None:
+        self._config = config or NormalizeConfig()
+        root = self._config.root
+        self._root_prefix = (root.rstrip(os.sep) + os.sep) if root else None
+
+    @property
+    def config(self) -> NormalizeConfig:
+        """The rules in force."""
+        return self._config
+
+    def args(self, kind: str, name: str, args: Any, ids: IdMap) -> Any:
+        """Return the normalized copy of a call's args, renaming ids through ``ids``.
+
+        Raises:
+            ArgumentError: a value in args is not JSON; the error names the field.
+        """
+        out = self._walk(args, "args", None, ids)
+        rules = self._config.rules
+        if rules:
+            rule = rules.get(f"{kind}:{name}") or rules.get(name)
+            if rule is not None:
+                out = rule(out)
+        return out
+
+    def _walk(self, value: Any, path: str, field_name: str | None, ids: IdMap) -> Any:
+        cls = type(value)
+        if cls is str:
+            return self._string(value, field_name, ids)
+        if cls is dict:
+            strip = self._config.strip_fields
+            result: dict[str, Any] = {}
+            for k, v in value.items():
+                if type(k) is not str:
+                    raise ArgumentError(
+                        f"{path}[{k!r}]",
+                        f"dict key of type {type(k).__name__}; JSON keys are strings",
+                    )
+                if k.lower() in strip:
+                    continue
+                result[k] = self._walk(v, f"{path}.{k}", k, ids)
+            return result
+        if cls is list or cls is tuple:
+            return [self._walk(v, f"{path}[{i}]", field_name, ids) for i, v in enumerate(value)]
+        if cls is bool or value is None:
+            return value
+        if cls is int:
+            if not -_INT_LIMIT <= value < _INT_LIMIT:
+                raise ArgumentError(path, "integer outside 64 bits; pass it as a string")
+            return self._number(value, field_name)
+        if cls is float:
+            if not math.isfinite(value):
+                raise ArgumentError(path, f"{value} is not a JSON number; pass null or a string")
+            return self._number(value, field_name)
+        raise ArgumentError(
+            path,
+            f"{cls.__name__} is not a JSON value; convert it first "
+            "(for example str(), .isoformat() or .model_dump(mode='json'))",
+        )
+
+    def _string(self, value: str, field_name: str | None, ids: IdMap) -> Any:
+        config = self._config
+        if field_name is not None and field_name in config.volatile:
+            return "«volatile»"
+        if config.ids:
+            known = ids.get(value)
+            if known is not None:
+                return known
+            if looks_like_id(value, field_name):
+                return ids.name(value)
+        if config.timestamps and len(value) >= 16 and _DATETIME.fullmatch(value):
+            return "«ts»"
+        prefix = self._root_prefix
+        if prefix is not None and value.startswith(prefix):
+            return value[len(prefix) :]
+        return value
+
+    def _number(self, value: int | float, field_name: str | None) -> int | float:
+        if field_name is None:
+            return value
+        config = self._config
+        if field_name in config.volatile:
+            return type(value)(0)
+        if config.timestamps and is_time_field(field_name) and _is_epoch(value):
+            return type(value)(0)
+        return value
+
+    def output_ids(self, out: Any) -> list[str]:
+        """The volatile ids in an output, in order of appearance (empty when ids are off)."""
+        if not self._config.ids:
+            return []
+        found: list[str] = []
+        _collect_ids(out, None, found)
+        return found
+
+    def scrub_output(self, out: Any, seq: int) -> Any:
+        """Return ``out`` with wall-clock values replaced by placeholders derived from ``seq``.
+
+        Returns ``out`` itself when nothing changed.
+        """
+        if not self._config.output_times:
+            return out
+        return _scrub(out, None, _PLACEHOLDER_EPOCH + seq)
+
+
+def check_json(value: Any, where: str) -> None:
+    """Raise ``ArgumentError`` naming the first value in an output that JSON cannot hold.
+
+    Args:
+        value: the output.
+        where: what it is the output of, for the message.
+    """
+    stack: list[tuple[str, Any]] = [("out", value)]
+    while stack:
+        path, item = stack.pop()
+        cls = type(item)
+        if cls is dict:
+            for k, v in item.items():
+                if type(k) is not str:
+                    raise ArgumentError(f"{where}: {path}[{k!r}]", "JSON keys are strings")
+                stack.append((f"{path}.{k}", v))
+        elif cls is list:
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+        elif cls is float:
+            if not math.isfinite(item):
+                raise ArgumentError(f"{where}: {path}", f"{item} is not a JSON number")
+        elif cls is int:
+            if not -_INT_LIMIT <= item < _INT_LIMIT:
+                raise ArgumentError(f"{where}: {path}", "integer outside 64 bits")
+        elif cls is not str and cls is not bool and item is not None:
+            raise ArgumentError(
+                f"{where}: {path}",
+                f"{cls.__name__} is not a JSON value; return JSON-shaped values from boundary "
+                "calls (for SDK objects, record at the HTTP boundary with fd.http.Transport)",
+            )
+
+
+def _is_epoch(value: float) -> bool:
+    return _EPOCH_S[0] <= value < _EPOCH_S[1] or _EPOCH_MS[0] <= value < _EPOCH_MS[1]
+
+
+def _collect_ids(value: Any, field_name: str | None, found: list[str]) -> None:
+    cls = type(value)
+    if cls is str:
+        if looks_like_id(value, field_name):
+            found.append(value)
+    elif cls is dict:
+        for k, v in value.items():
+            _collect_ids(v, k, found)
+    elif cls is list:
+        for v in value:
+            _collect_ids(v, field_name, found)
+
+
+def _scrub(value: Any, field_name: str | None, stamp: int) -> Any:
+    cls = type(value)
+    if cls is dict:
+        changed = False
+        result: dict[str, Any] = {}
+        for k, v in value.items():
+            new = _scrub(v, k, stamp)
+            changed = changed or new is not v
+            result[k] = new
+        return result if changed else value
+    if cls is list:
+        items = [_scrub(v, field_name, stamp) for v in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            return items
+        return value
+    if cls is str:
+        return _scrub_string(value, field_name, stamp)
+    if (cls is int or cls is float) and field_name is not None and is_time_field(field_name):
+        if _EPOCH_S[0] <= value < _EPOCH_S[1]:
+            return cls(stamp)
+        if _EPOCH_MS[0] <= value < _EPOCH_MS[1]:
+            return cls(stamp * 1000)
+    return value
+
+
+def _scrub_string(value: str, field_name: str | None, stamp: int) -> str:
+    if len(value) >= 16:
+        match = _DATETIME.fullmatch(value)
+        if match is not None:
+            return _format_stamp(stamp, match)
+    if (
+        field_name is not None
+        and len(value) == 10
+        and is_time_field(field_name)
+        and _DATE.fullmatch(value)
+    ):
+        return "2000-01-01"
+    return value
+
+
+def _format_stamp(stamp: int, match: re.Match[str]) -> str:
+    seconds = stamp - _PLACEHOLDER_EPOCH
+    hh, rest = divmod(seconds, 3600)
+    mm, ss = divmod(rest, 60)
+    days, hh = divmod(hh, 24)
+    date = f"2000-01-{1 + days:02d}" if days < 31 else "2000-02-01"
+    clock = (
+        f"{hh:02d}:{mm:02d}:{ss:02d}" if match.group(3).count(":") == 2 else f"{hh:02d}:{mm:02d}"
+    )
+    fraction = match.group(4)
+    frac = "." + "0" * (len(fraction) - 1) if fraction else ""
+    return f"{date}{match.group(2)}{clock}{frac}{match.group(5) or ''}"

@@ -1,0 +1,132 @@
+"""What a deck saw: one record per call, and the report built from them. Pure data."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Source = Literal["replay", "live", "miss", "blocked"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One call as the deck handled it.
+
+    Attributes:
+        seq: the call's position in this run.
+        kind: the boundary kind.
+        name: the call's name.
+        key: the call's key.
+        source: ``replay`` (answered from the cassette), ``live`` (ran for real),
+            ``miss`` (no answer; raised ``ReplayMiss``) or ``blocked`` (a side effect refused).
+        recorded_seq: the seq of the recorded call that answered it, when replayed.
+        ms: the call's duration (recorded, when replayed).
+        error: the type name of the error it raised, if any.
+        fault: the kind of fault injected at it, if any.
+        step: the loop's step label, if given.
+    """
+
+    seq: int
+    kind: str
+    name: str
+    key: str
+    source: Source
+    recorded_seq: int | None = None
+    ms: float = 0.0
+    error: str | None = None
+    fault: str | None = None
+    step: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """A recorded call named in a report: where it is and what it was."""
+
+    seq: int
+    kind: str
+    name: str
+    key: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """A key asked more often than it was recorded: a retry storm, or a loop that changed."""
+
+    key: str
+    kind: str
+    name: str
+    recorded: int
+    asked: int
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A deck's account of one run.
+
+    Attributes:
+        cassette: the cassette's path.
+        mode: the mode the deck ran in (``once`` shows what it became).
+        entries: recorded calls available to answer from.
+        used: recorded calls that answered a call.
+        live: calls that ran for real.
+        unused: recorded calls never asked for.
+        repeats: keys asked more often than recorded.
+        misses: calls that had no answer.
+        order_changes: times a call was answered by a recorded call from earlier in the
+            recording than the one answered just before it.
+        harness_changed: ``(recorded, current)`` git SHAs when they differ.
+        interrupted: the cassette's recorded run did not close cleanly.
+        calls: every call, in the order they started.
+    """
+
+    cassette: str
+    mode: str
+    entries: int
+    used: int
+    live: int
+    unused: tuple[CallRef, ...]
+    repeats: tuple[Repeat, ...]
+    misses: tuple[CallRecord, ...]
+    order_changes: int
+    harness_changed: tuple[str, str] | None
+    interrupted: bool
+    calls: tuple[CallRecord, ...]
+
+    @property
+    def ok(self) -> bool:
+        """No misses, no repeats and nothing left unused."""
+        return not (self.misses or self.repeats or self.unused)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+    def __str__(self) -> str:
+        lines = [
+            f"cassette {self.cassette} ({self.mode}): {self.entries} recorded, "
+            f"{self.used} used, {self.live} live, {len(self.unused)} unused, "
+            f"{len(self.repeats)} repeated, {len(self.misses)} missed, "
+            f"{self.order_changes} order changes"
+        ]
+        if self.interrupted:
+            lines.append("  the recorded run was interrupted (no end line)")
+        if self.harness_changed:
+            recorded, current = self.harness_changed
+            lines.append(f"  recorded at commit {recorded}, replayed at {current}")
+        for miss in self.misses:
+            lines.append(f"  miss: seq {miss.seq} {miss.kind} {miss.name} ({miss.key})")
+        for rep in self.repeats:
+            lines.append(
+                f"  repeat: {rep.kind} {rep.name} ({rep.key}) recorded {rep.recorded}x, "
+                f"asked {rep.asked}x"
+            )
+        for ref in self.unused[:20]:
+            lines.append(
+                f"  unused: seq {ref.seq} {ref.kind} {ref.name} ({ref.key}), line {ref.line}"
+            )
+        if len(self.unused) > 20:
+            lines.append(f"  … and {len(self.unused) - 20} more unused")
+        return "\n".join(lines)

@@ -1,0 +1,305 @@
+"""A run killed mid-flight keeps its completed calls; resume finishes it without redoing them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import faultdeck as fd
+
+SRC = str(Path(fd.__file__).resolve().parent.parent)
+STEPS = 10
+KILL_STEP = 6
+READY_TIMEOUT = 30.0
+
+AGENT = textwrap.dedent(
+    """
+    import json
+    import os
+    import sys
+    import time
+    from pathlib import Path
+
+    import faultdeck as fd
+
+    mode, cassette, effects = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    kill_at = os.environ.get("KILL_AT_STEP")
+
+    deck = fd.Deck(cassette, mode=mode, allow_side_effects=True, on_harness_change="ignore")
+
+
+    @deck.tool(side_effect=True)
+    def write_note(step: int) -> dict:
+        with effects.open("a") as fh:
+            fh.write(f"{step}\\n")
+        return {"written": step}
+
+
+    def plan(i: int) -> dict:
+        if kill_at is not None and i == int(kill_at):
+            print("READY", flush=True)
+            time.sleep(60)
+        return {"next": i}
+
+
+    with deck:
+        for i in range(10):
+            out = deck.call("model", "plan", {"step": i}, lambda i=i: plan(i))
+            assert out == {"next": i}, out
+            assert write_note(out["next"]) == {"written": i}
+    report = deck.report()
+    print(json.dumps({"used": report.used, "live": report.live, "misses": len(report.misses)}))
+    """
+)
+
+
+def child_env(kill_at: int | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH")) if p)
+    env.pop("KILL_AT_STEP", None)
+    env.pop("FAULTDECK_MODE", None)
+    if kill_at is not None:
+        env["KILL_AT_STEP"] = str(kill_at)
+    return env
+
+
+def agent_cmd(tmp_path: Path, mode: str) -> list[str]:
+    script = tmp_path / "agent.py"
+    if not script.exists():
+        script.write_text(AGENT, "utf-8")
+    return [
+        sys.executable,
+        "-W",
+        "error",
+        str(script),
+        mode,
+        str(tmp_path / "run.jsonl"),
+        str(tmp_path / "effects.txt"),
+    ]
+
+
+def effect_lines(tmp_path: Path) -> list[str]:
+    return (tmp_path / "effects.txt").read_text("utf-8").splitlines()
+
+
+def expected_calls(steps: range) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    calls: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = []
+    for i in steps:
+        calls.append(("model", "plan", {"step": i}, {"next": i}))
+        calls.append(("tool", "write_note", {"step": i}, {"written": i}))
+    return calls
+
+
+def as_calls(recording: fd.Recording) -> list[tuple[str, str, Any, Any]]:
+    assert all(e.result == "out" for e in recording.entries)
+    return [(e.kind, e.name, e.args, e.value) for e in recording.entries]
+
+
+def kill_when_ready(tmp_path: Path) -> None:
+    """Record until the model call of KILL_STEP is in flight, then SIGKILL the child."""
+    proc = subprocess.Popen(
+        agent_cmd(tmp_path, "record"),
+        cwd=tmp_path,
+        env=child_env(KILL_STEP),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT)
+        line = proc.stdout.readline() if ready else ""
+        if line.strip() != "READY":
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"child did not reach step {KILL_STEP}: stdout {line!r}, stderr:\n{err}")
+        # While the child is alive it holds the cassette: a writer here is refused.
+        cassette = tmp_path / "run.jsonl"
+        before = cassette.read_bytes()
+        with pytest.raises(fd.CassetteLocked, match=re.escape(f"{cassette}.lock")):
+            fd.Deck(cassette, mode="resume", on_harness_change="ignore").open()
+        assert cassette.read_bytes() == before
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_sigkill_then_resume_finishes_without_rerunning_side_effects(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.jsonl"
+    kill_when_ready(tmp_path)
+
+    # Loading the killed run does not warn: every line it wrote is whole.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recording = fd.load(cassette)
+    assert recording.interrupted is True
+    assert recording.end is None
+    assert recording.truncated_line is None
+    assert [e.seq for e in recording.entries] == list(range(1, 2 * KILL_STEP + 1))
+    assert as_calls(recording) == expected_calls(range(KILL_STEP))
+    assert effect_lines(tmp_path) == [str(i) for i in range(KILL_STEP)]
+    prefix = cassette.read_bytes()
+
+    # The killed child never released its lock file; the kernel dropped the lock itself.
+    assert (tmp_path / "run.jsonl.lock").exists()
+    resumed = subprocess.run(
+        agent_cmd(tmp_path, "resume"),
+        cwd=tmp_path,
+        env=child_env(None),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "CassetteLocked" not in resumed.stderr
+    summary = json.loads(resumed.stdout.strip().splitlines()[-1])
+    assert summary == {"used": 2 * KILL_STEP, "live": 2 * (STEPS - KILL_STEP), "misses": 0}
+    assert list(tmp_path.glob("*.lock")) == []
+
+    data = cassette.read_bytes()
+    assert data.startswith(prefix), "resume rewrote the recorded prefix"
+    for raw in data.splitlines():
+        json.loads(raw)
+    final = fd.load(cassette)
+    assert final.interrupted is False
+    assert final.end == {"calls": 2 * STEPS, "status": "ok"}
+    assert final.truncated_line is None
+    assert [e.seq for e in final.entries] == list(range(1, 2 * STEPS + 1))
+    assert as_calls(final) == expected_calls(range(STEPS))
+
+    # Each step's side effect ran exactly once across the killed run and the resumed one.
+    assert effect_lines(tmp_path) == [str(i) for i in range(STEPS)]
+
+    # A plain replay of the finished cassette runs the loop in-process with no live call.
+    effects = tmp_path / "effects.txt"
+    with fd.Deck(
+        cassette, mode="replay", allow_side_effects=True, on_harness_change="ignore"
+    ) as deck:
+
+        @deck.tool(side_effect=True)
+        def write_note(step: int) -> dict[str, int]:
+            with effects.open("a") as fh:
+                fh.write(f"{step}\n")
+            return {"written": step}
+
+        def no_live_model() -> dict[str, int]:
+            raise AssertionError("a model call ran live during replay")
+
+        for i in range(STEPS):
+            out = deck.call("model", "plan", {"step": i}, no_live_model)
+            assert out == {"next": i}
+            assert write_note(out["next"]) == {"written": i}
+        report = deck.report()
+    assert report.misses == ()
+    assert report.used == 2 * STEPS
+    assert report.live == 0
+    assert report.unused == ()
+    assert effect_lines(tmp_path) == [str(i) for i in range(STEPS)]
+
+
+def record_interrupted(path: Path, calls: int) -> None:
+    deck = fd.Deck(path, mode="record", on_harness_change="ignore")
+    deck.open()
+    for i in range(calls):
+        deck.call("tool", "fetch", {"page": i}, lambda i=i: {"rows": [i, i + 1]})
+    deck.abandon()  # the process "died": no end line
+
+
+def test_truncated_last_line_is_reported_then_dropped_by_resume(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl"
+    record_interrupted(path, 3)
+    whole = path.read_bytes()
+    # A crash mid-write: half of the next call's line, no newline.
+    half = json.dumps(
+        {"seq": 4, "kind": "tool", "name": "fetch", "key": "tool:0", "args": {"page": 3}},
+        separators=(",", ":"),
+    ).encode()
+    path.write_bytes(whole + half[: len(half) // 2])
+    truncated_at = 1 + 3 + 1  # header, three calls, then the torn line
+
+    where = re.escape(f"{path}:{truncated_at}")
+    with pytest.warns(fd.CassetteWarning, match=where):
+        recording = fd.load(path)
+    assert recording.truncated_line == truncated_at
+    assert recording.interrupted is True
+    assert [e.seq for e in recording.entries] == [1, 2, 3]
+
+    deck = fd.Deck(path, mode="resume", on_harness_change="ignore")
+    with pytest.warns(fd.CassetteWarning, match=where):
+        deck.open()
+    with deck:
+        outs = [
+            deck.call("tool", "fetch", {"page": i}, lambda i=i: {"rows": [i, i + 1]})
+            for i in range(5)
+        ]
+        report = deck.report()
+    assert outs == [{"rows": [i, i + 1]} for i in range(5)]
+    assert report.used == 3
+    assert report.live == 2
+    assert report.misses == ()
+
+    data = path.read_bytes()
+    assert data.startswith(whole)
+    assert data.endswith(b"\n")
+    lines = [json.loads(raw) for raw in data.split(b"\n")[:-1]]
+    assert lines[0]["faultdeck"] == 1
+    assert [line["seq"] for line in lines[1:-1]] == [1, 2, 3, 4, 5]
+    assert lines[-1] == {"end": {"calls": 5, "status": "ok"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the torn line is gone: no warning now
+        final = fd.load(path)
+    assert final.truncated_line is None
+    assert final.interrupted is False
+    assert [e.value for e in final.entries] == [{"rows": [i, i + 1]} for i in range(5)]
+
+
+@pytest.mark.parametrize("second_mode", ["append", "record", "resume"])
+def test_a_second_writer_is_refused_and_changes_nothing(tmp_path: Path, second_mode: str) -> None:
+    path = tmp_path / "shared.jsonl"
+    first = fd.Deck(path, mode="record", on_harness_change="ignore")
+    with first:
+        first.call("tool", "fetch", {"page": 0}, lambda: {"rows": [0]})
+        before = path.read_bytes()
+
+        second = fd.Deck(path, mode=second_mode, on_harness_change="ignore")
+        with pytest.raises(fd.CassetteLocked) as info:
+            second.open()
+        message = str(info.value)
+        assert str(path) in message
+        assert f"{path}.lock" in message
+        assert path.read_bytes() == before, "the refused writer touched the cassette"
+
+        # The first writer carries on undisturbed.
+        first.call("tool", "fetch", {"page": 1}, lambda: {"rows": [1]})
+
+    assert list(tmp_path.glob("*.lock")) == []
+    recording = fd.load(path)
+    assert not recording.interrupted
+    assert [e.args for e in recording.entries] == [{"page": 0}, {"page": 1}]
+
+    with fd.Deck(path, mode="append", on_harness_change="ignore") as third:
+        assert third.call("tool", "fetch", {"page": 1}, lambda: {"rows": ["live"]}) == {"rows": [1]}
+        assert third.call("tool", "fetch", {"page": 2}, lambda: {"rows": [2]}) == {"rows": [2]}
+    assert list(tmp_path.glob("*.lock")) == []
+    assert [e.args for e in fd.load(path).entries] == [{"page": 0}, {"page": 1}, {"page": 2}]
