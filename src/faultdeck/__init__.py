@@ -5,7 +5,11 @@ The pipeline, one way::
     a call ─► normalize ─► key ─┬─ record: run live ─► redact ─► cassette (one line)
                                 └─ replay: cassette ─► per-key FIFO queue ─► answer
                                                    └─ no answer ─► ReplayMiss
-    every call ─► the deck's log ─► report()
+    fault plan ─► (per call) raise, delay, or pass ─┘
+    every call ─► the deck's log ─► report(), and with a loop's outcomes ─► check()
+
+A loop's degradation policy is a value (``Policy``); ``run_steps`` follows it; ``check``
+judges any loop's outcomes against the invariants; ``diff`` compares two runs' call paths.
 
 Start with ``Deck``::
 
@@ -15,11 +19,14 @@ Start with ``Deck``::
         hits = deck.call("tool", "search_docs", {"q": "retry"}, lambda: search_docs("retry"))
 """
 
+from . import faults, testing
 from ._canonical import canonical, make_key
 from ._cassette import Entry, Header, Recording, load
 from ._clock import Clock, SystemClock, VirtualClock
 from ._config import Settings, load_settings
+from ._context import current_step, step
 from ._deck import Deck
+from ._diff import CallPathDiff, diff_recordings
 from ._errors import (
     ArgumentError,
     BadToolCall,
@@ -41,7 +48,10 @@ from ._errors import (
     SideEffectBlocked,
     TransientError,
 )
+from ._faults import Fault, FaultPlan
+from ._invariants import INVARIANTS, Violation, check
 from ._normalize import NormalizeConfig
+from ._policy import Outcome, Policy, run_steps
 from ._redact import Redactor
 from ._report import CallRecord, CallRef, Repeat, Report
 
@@ -51,6 +61,7 @@ __all__ = [
     "ArgumentError",
     "BadToolCall",
     "BoundaryError",
+    "CallPathDiff",
     "CallRecord",
     "CallRef",
     "CassetteCorrupt",
@@ -63,11 +74,16 @@ __all__ = [
     "ConfigError",
     "Deck",
     "Entry",
+    "Fault",
+    "FaultPlan",
     "FaultdeckError",
     "FaultdeckWarning",
     "HarnessChanged",
     "Header",
+    "INVARIANTS",
     "NormalizeConfig",
+    "Outcome",
+    "Policy",
     "ProcessKilled",
     "QuotaExhausted",
     "RecordedError",
@@ -80,10 +96,18 @@ __all__ = [
     "SideEffectBlocked",
     "SystemClock",
     "TransientError",
+    "Violation",
     "VirtualClock",
     "__version__",
     "canonical",
+    "check",
+    "current_step",
+    "diff_recordings",
+    "faults",
     "load",
     "load_settings",
     "make_key",
+    "run_steps",
+    "step",
+    "testing",
 ]

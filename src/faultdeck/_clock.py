@@ -29,6 +29,14 @@ class Clock(Protocol):
         """Wait ``seconds`` without blocking the event loop."""
         ...
 
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass as work (a slow call), not counted as waiting."""
+        ...
+
+    async def aadvance(self, seconds: float) -> None:
+        """``advance`` without blocking the event loop."""
+        ...
+
     @property
     def waited(self) -> float:
         """Total seconds spent in ``sleep`` and ``asleep`` so far."""
@@ -56,6 +64,16 @@ class SystemClock:
         """Await ``asyncio.sleep(seconds)``."""
         if seconds > 0:
             self._add(seconds)
+            await asyncio.sleep(seconds)
+
+    def advance(self, seconds: float) -> None:
+        """Block for ``seconds`` without counting it as waiting."""
+        if seconds > 0:
+            time.sleep(seconds)
+
+    async def aadvance(self, seconds: float) -> None:
+        """Await ``asyncio.sleep(seconds)`` without counting it as waiting."""
+        if seconds > 0:
             await asyncio.sleep(seconds)
 
     def _add(self, seconds: float) -> None:
@@ -100,8 +118,14 @@ class VirtualClock:
 
     def advance(self, seconds: float) -> None:
         """Move time forward without counting it as waiting (work that took time)."""
-        with self._lock:
-            self._now += seconds
+        if seconds > 0:
+            with self._lock:
+                self._now += seconds
+
+    async def aadvance(self, seconds: float) -> None:
+        """``advance``, yielding to the event loop like a real sleep."""
+        self.advance(seconds)
+        await asyncio.sleep(0)
 
     @property
     def waited(self) -> float:

@@ -13,7 +13,7 @@ import os
 import threading
 import warnings
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
@@ -24,15 +24,18 @@ from ._canonical import SCHEMA_DEFAULT, make_key
 from ._cassette import Durability, Entry, Header, Recording, Writer, load
 from ._clock import Clock, SystemClock
 from ._config import MATCHES, MODES, Settings, check_choice
+from ._context import current_step
 from ._errorcodec import error_from_json, error_to_json
 from ._errors import (
     CassetteLocked,
     CassetteWarning,
     ConfigError,
     HarnessChanged,
+    ProcessKilled,
     ReplayMiss,
     SideEffectBlocked,
 )
+from ._faults import CallInfo, Fault, FaultPlan
 from ._fields import ABSENT
 from ._lockfile import Held, LockFile
 from ._miss import build_miss
@@ -61,6 +64,8 @@ class _Plan:
     meta: Any
     entry: Entry | None  # answer from the cassette
     write: bool  # run live and record
+    started: float = 0.0
+    fault: Fault | None = None
 
 
 class Deck:
@@ -71,6 +76,8 @@ class Deck:
         mode: ``replay`` (default), ``record``, ``once``, ``append``, ``resume`` or ``off``.
         match: ``keyed`` (default; tolerates reordering) or ``strict`` (seq must agree too).
         clock: where durations are read and waits happen; ``SystemClock()`` by default.
+        faults: a ``FaultPlan`` (or a list of faults) injected in every mode: on replay on
+            top of the recording, on record in front of the live call (recorded as injected).
         latency: ``"recorded"`` to sleep each replayed call's recorded duration on the clock.
         allow_side_effects: let side-effecting tools run while recording.
         durability: ``flush`` (default) or ``fsync`` each line before the call returns.
@@ -92,6 +99,7 @@ class Deck:
         mode: str | None = None,
         match: str | None = None,
         clock: Clock | None = None,
+        faults: FaultPlan | Iterable[Fault] | None = None,
         latency: str | None = None,
         allow_side_effects: bool = False,
         durability: Durability | None = None,
@@ -123,6 +131,10 @@ class Deck:
         self._public_env = frozenset(public_env) | frozenset(self._settings.public_env)
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         self._on_harness_change = on_harness_change
+        if faults is not None and not isinstance(faults, FaultPlan):
+            faults = FaultPlan(faults)
+        self.faults: FaultPlan | None = faults
+        self._fault_run = faults.start() if faults else None
 
         self._lock = threading.RLock()
         self._opened = False
@@ -159,9 +171,9 @@ class Deck:
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> Deck:
         """A deck configured by ``FAULTDECK_*`` variables, opened, and closed at exit.
 
-        Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE`` and ``FAULTDECK_REPORT``
-        (where to write the JSON report when the process exits). Other keyword arguments
-        go to ``Deck``.
+        Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
+        fault plan file) and ``FAULTDECK_REPORT`` (where to write the JSON report when the
+        process exits). Other keyword arguments go to ``Deck``.
 
         Raises:
             ConfigError: ``FAULTDECK_CASSETTE`` is not set, or a value is not valid.
@@ -173,6 +185,9 @@ class Deck:
                 "FAULTDECK_CASSETTE is not set; set it to the cassette path "
                 "(faultdeck record/replay set it for the program they run)"
             )
+        plan_path = env.get("FAULTDECK_FAULTS")
+        if plan_path and "faults" not in kwargs:
+            kwargs["faults"] = FaultPlan.load(plan_path)
         deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)
         report_path = env.get("FAULTDECK_REPORT")
         deck.open()
@@ -370,10 +385,15 @@ class Deck:
             ArgumentError: args (or a live result) hold a value that is not JSON.
         """
         plan = self._begin(kind, name, args, schema, step, meta)
+        if plan.fault is not None:
+            self._inject(plan)
+            self.clock.advance(plan.fault.delay_ms / 1000)
         if plan.entry is not None:
+            if self._latency == "recorded":
+                self.clock.advance(plan.entry.ms / 1000)
             return cast(T, self._serve(plan, plan.entry))
         runner = self._runner(plan, fn, side_effect, dry_run)
-        started = self.clock.now()
+        started = plan.started  # an injected delay is part of the call's duration
         try:
             value = runner()
         except Exception as exc:
@@ -397,12 +417,15 @@ class Deck:
     ) -> T:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
         plan = self._begin(kind, name, args, schema, step, meta)
+        if plan.fault is not None:
+            self._inject(plan)
+            await self.clock.aadvance(plan.fault.delay_ms / 1000)
         if plan.entry is not None:
             if self._latency == "recorded":
-                await self.clock.asleep(plan.entry.ms / 1000)
-            return cast(T, self._serve(plan, plan.entry, sleep=False))
+                await self.clock.aadvance(plan.entry.ms / 1000)
+            return cast(T, self._serve(plan, plan.entry))
         runner = self._runner(plan, fn, side_effect, dry_run)
-        started = self.clock.now()
+        started = plan.started  # an injected delay is part of the call's duration
         try:
             value = await runner()
         except Exception as exc:
@@ -430,6 +453,7 @@ class Deck:
         live = self._environ.get(name)
         stored: str | None = live if is_public or live is None else _hash_value(live)
         plan = self._begin("env", name, {}, SCHEMA_DEFAULT, None, None)
+        self._inject(plan)
         if plan.entry is None:
             self._finish(plan, stored, self.clock.now(), stored_value=stored)
             return default if live is None else live
@@ -488,18 +512,29 @@ class Deck:
     def _begin(self, kind: str, name: str, args: Any, schema: str, step: Any, meta: Any) -> _Plan:
         if not self._opened:
             self.open()
+        if step is None:
+            step = current_step()
         with self._lock:
             if self._closed:
                 raise ConfigError(f"deck for {self.path} is closed; open a new Deck")
             self._seq += 1
             seq = self._seq
             mode = self._effective
+            started = self.clock.now()
             if mode == "off":
-                return _Plan(seq, kind, name, "", args, schema, step, meta, None, False)
-            norm = self._normalizer.args(kind, name, args, self._ids)
-            key = make_key(kind, name, norm, schema)
-            plan = _Plan(seq, kind, name, key, norm, schema, step, meta, None, True)
-            if mode == "record":
+                plan = _Plan(seq, kind, name, "", args, schema, step, meta, None, False, started)
+            else:
+                norm = self._normalizer.args(kind, name, args, self._ids)
+                key = make_key(kind, name, norm, schema)
+                plan = _Plan(seq, kind, name, key, norm, schema, step, meta, None, True, started)
+            if self._fault_run is not None:
+                plan.fault = self._fault_run.pick(CallInfo(seq, kind, name, plan.key))
+                if plan.fault is not None and plan.fault.raises:
+                    # The call never reaches the recording: a retry gets the recorded answer.
+                    plan.write = mode == "record"
+                    return plan
+            if mode in ("record", "off"):
+                plan.write = mode == "record"
                 return plan
             self._asked[key] += 1
             queue = self._queues.get((key, seq) if self.match == "strict" else key)
@@ -513,18 +548,27 @@ class Deck:
                 return plan
             raise self._miss(plan)
 
-    def _serve(self, plan: _Plan, entry: Entry, *, sleep: bool = True) -> Any:
+    def _serve(self, plan: _Plan, entry: Entry) -> Any:
         with self._lock:
             self._served += 1
             if entry.seq < self._last_served_seq:
                 self._order_changes += 1
             self._last_served_seq = entry.seq
-            error = entry.value.get("type") if entry.result == "error" else None
-            self._note(plan, "replay", entry.seq, entry.ms, error)
-            if entry.result == "out":
-                self._ids.learn(self._normalizer.output_ids(entry.value))
-        if sleep and self._latency == "recorded":
-            self.clock.sleep(entry.ms / 1000)
+            if entry.result == "error":
+                error = entry.value
+                self._note(
+                    plan,
+                    "replay",
+                    entry.seq,
+                    entry.ms,
+                    error.get("type"),
+                    retry_after=_number(error.get("retry_after")),
+                    code=error.get("code") if isinstance(error.get("code"), str) else None,
+                )
+            else:
+                self._note(plan, "replay", entry.seq, entry.ms)
+                if entry.result == "out":
+                    self._ids.learn(self._normalizer.output_ids(entry.value))
         if entry.result == "error":
             raise error_from_json(entry.value)
         value = entry.value
@@ -569,7 +613,34 @@ class Deck:
         with self._lock:
             if plan.write:
                 self._write(plan, "error", error_to_json(exc), ms)
-            self._note(plan, "live", ms=ms, error=type(exc).__name__)
+            self._note(
+                plan,
+                "live",
+                ms=ms,
+                error=type(exc).__name__,
+                retry_after=_number(getattr(exc, "retry_after", None)),
+                code=getattr(exc, "code", None)
+                if isinstance(getattr(exc, "code", None), str)
+                else None,
+            )
+
+    def _inject(self, plan: _Plan) -> None:
+        """Raise the plan's fault, if it raises, recording it as injected when recording."""
+        fault = plan.fault
+        if fault is None or not fault.raises:
+            return
+        exc = fault.error()
+        with self._lock:
+            if plan.write and not isinstance(exc, ProcessKilled):
+                self._write(plan, "error", error_to_json(exc), 0.0, fault=fault.to_json())
+            self._note(
+                plan,
+                "fault",
+                error=type(exc).__name__,
+                retry_after=_number(getattr(exc, "retry_after", None)),
+                code=getattr(exc, "code", None),
+            )
+        raise exc
 
     def _note(
         self,
@@ -578,8 +649,12 @@ class Deck:
         recorded_seq: int | None = None,
         ms: float = 0.0,
         error: str | None = None,
+        *,
+        retry_after: float | None = None,
+        code: str | None = None,
     ) -> None:
         """Log one call; the caller holds the lock."""
+        fault = plan.fault.kind if plan.fault is not None else None
         self._log.append(
             CallRecord(
                 plan.seq,
@@ -590,15 +665,21 @@ class Deck:
                 recorded_seq,
                 ms,
                 error,
-                None,
+                fault,
                 plan.step,
+                plan.started,
+                retry_after,
+                code,
             )
         )
 
-    def _write(self, plan: _Plan, result: str, value: Any, ms: float) -> None:
+    def _write(self, plan: _Plan, result: str, value: Any, ms: float, *, fault: Any = None) -> None:
         if self._writer is None:
             return
         redact = self._redactor.redact
+        if fault is None and plan.fault is not None:
+            fault = plan.fault.to_json()
+        step = plan.step if isinstance(plan.step, (str, int, float)) else None
         entry = Entry(
             plan.seq,
             plan.kind,
@@ -608,9 +689,10 @@ class Deck:
             result,  # type: ignore[arg-type]
             redact(value),
             ms,
-            plan.step,
+            step,
             plan.schema,
             redact(plan.meta) if plan.meta is not None else None,
+            fault,
         )
         self._writer.write(entry.to_json())
         self._file_calls += 1
@@ -673,10 +755,15 @@ class Deck:
                 repeats=repeats,
                 misses=tuple(c for c in calls if c.source == "miss"),
                 order_changes=self._order_changes,
+                faults=sum(1 for c in calls if c.fault is not None),
                 harness_changed=self._harness_changed,
                 interrupted=bool(recording and recording.interrupted),
                 calls=calls,
             )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _hash_value(value: str) -> str:

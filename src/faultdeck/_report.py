@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-Source = Literal["replay", "live", "miss", "blocked"]
+Source = Literal["replay", "live", "miss", "blocked", "fault"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +18,18 @@ class CallRecord:
         name: the call's name.
         key: the call's key.
         source: ``replay`` (answered from the cassette), ``live`` (ran for real),
-            ``miss`` (no answer; raised ``ReplayMiss``) or ``blocked`` (a side effect refused).
+            ``miss`` (no answer; raised ``ReplayMiss``), ``blocked`` (a side effect refused)
+            or ``fault`` (an injected fault raised instead of any answer).
         recorded_seq: the seq of the recorded call that answered it, when replayed.
         ms: the call's duration (recorded, when replayed).
         error: the type name of the error it raised, if any.
         fault: the kind of fault injected at it, if any.
-        step: the loop's step label, if given.
+        step: the loop's step label, if given (``fd.step`` or ``step=``).
+        started: the clock's reading when the call started.
+        retry_after: the Retry-After, in seconds, of the error it raised, if any.
+        code: the provider's error code of the error it raised, if any.
+        partial: the call failed after part of its output (a stream's first event)
+            had reached the loop.
     """
 
     seq: int
@@ -36,6 +42,10 @@ class CallRecord:
     error: str | None = None
     fault: str | None = None
     step: Any = None
+    started: float = 0.0
+    retry_after: float | None = None
+    code: str | None = None
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +85,7 @@ class Report:
         misses: calls that had no answer.
         order_changes: times a call was answered by a recorded call from earlier in the
             recording than the one answered just before it.
+        faults: calls at which a fault was injected.
         harness_changed: ``(recorded, current)`` git SHAs when they differ.
         interrupted: the cassette's recorded run did not close cleanly.
         calls: every call, in the order they started.
@@ -89,6 +100,7 @@ class Report:
     repeats: tuple[Repeat, ...]
     misses: tuple[CallRecord, ...]
     order_changes: int
+    faults: int
     harness_changed: tuple[str, str] | None
     interrupted: bool
     calls: tuple[CallRecord, ...]
@@ -113,6 +125,8 @@ class Report:
         ]
         if self.interrupted:
             lines.append("  the recorded run was interrupted (no end line)")
+        if self.faults:
+            lines.append(f"  faults injected: {self.faults}")
         if self.harness_changed:
             recorded, current = self.harness_changed
             lines.append(f"  recorded at commit {recorded}, replayed at {current}")
