@@ -438,3 +438,18 @@ def test_text_folds_agreeing_calls_beyond_the_context(tmp_path: Path) -> None:
     assert "  … 2 agreeing calls" in text
     rows = [line for line in text.splitlines() if line[:1] in (" ", "~") and "tool:" in line]
     assert [line.split()[1] for line in rows] == ["4", "5", "6"]
+
+
+def test_preview_pair_shows_where_long_strings_differ() -> None:
+    from faultdeck._fields import preview_pair
+
+    base = "Make the agent loop respect the retry budget" + " and keep going" * 10
+    a, b = preview_pair(base + " once.", base + " twice.", width=40)
+    assert a.startswith("…")
+    assert b.startswith("…")
+    assert "once" in a
+    assert "twice" in b
+    assert len(a) <= 40
+    assert len(b) <= 40
+    assert preview_pair("short", "other") == ('"short"', '"other"')
+    assert preview_pair(5, 10) == ("5", "10")

@@ -24,7 +24,7 @@ import orjson
 
 from ._canonical import make_key
 from ._cassette import Entry, Recording
-from ._fields import field_diff, preview
+from ._fields import field_diff, preview, preview_pair
 from ._normalize import IdMap, Normalizer
 
 Op = Literal["same", "changed", "removed", "added"]
@@ -296,7 +296,8 @@ def _what(row: Row, width: int) -> str:
     c = row.changes[0]
     more = len(row.changes) - 1
     extra = f" (+{more} more field{_s(more)})" if more else ""
-    return f"{call}: {c.path} {preview(c.a, width)} → {preview(c.b, width)}{extra}"
+    a, b = preview_pair(c.a, c.b, width)
+    return f"{call}: {c.path} {a} → {b}{extra}"
 
 
 def _seq(entry: Entry | None) -> str:
@@ -367,7 +368,8 @@ def _text_rows(rows: Sequence[Row], context: int, width: int) -> list[str]:
         for c in row.changes[:_TEXT_CHANGES]:
             # Split what is left of the line between the two values.
             room = max(12, (width - 16 - len(c.path)) // 2)
-            lines.append(f"{'':14}{c.path}: {preview(c.a, room)} → {preview(c.b, room)}")
+            a, b = preview_pair(c.a, c.b, room)
+            lines.append(f"{'':14}{c.path}: {a} → {b}")
         if len(row.changes) > _TEXT_CHANGES:
             hidden = len(row.changes) - _TEXT_CHANGES
             lines.append(f"{'':14}… and {hidden} more differing field{_s(hidden)}")

@@ -57,3 +57,29 @@ def preview(value: Any, width: int = 72) -> str:
     except TypeError:
         text = repr(value)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def preview_pair(a: Any, b: Any, width: int = 72) -> tuple[str, str]:
+    """Previews of two differing values that show where they differ.
+
+    Two strings that share a long beginning or end are shown from a little before their
+    first difference, the shared part elided as ``…``, so a changed word at the end of a
+    long prompt is visible instead of cut away.
+    """
+    if type(a) is not str or type(b) is not str:
+        return preview(a, width), preview(b, width)
+    full_a, full_b = preview(a, 10**9), preview(b, 10**9)
+    if len(full_a) <= width and len(full_b) <= width:
+        return full_a, full_b
+    start = 0
+    limit = min(len(full_a), len(full_b))
+    while start < limit and full_a[start] == full_b[start]:
+        start += 1
+    keep = 12  # characters of shared context before the difference
+    cut = max(0, start - keep)
+    head = "…" if cut > 0 else ""
+    return _clip(head + full_a[cut:], width), _clip(head + full_b[cut:], width)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

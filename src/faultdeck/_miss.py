@@ -10,7 +10,7 @@ from typing import Any
 
 from ._cassette import Entry
 from ._errors import ReplayMiss
-from ._fields import field_diff, preview
+from ._fields import field_diff, preview_pair
 
 NEAREST_LIMIT = 500
 DIFF_SHOWN = 8
@@ -66,7 +66,8 @@ def build_miss(
             f"{cassette}:{best.line}{'' if id(best) in unused else ' (already used)'}"
         )
         for path, was, now in diff[:DIFF_SHOWN]:
-            lines.append(f"    {path}: recorded {preview(was)}, now {preview(now)}")
+            recorded_text, asked_text = preview_pair(was, now)
+            lines.append(f"    {path}: recorded {recorded_text}, now {asked_text}")
         if len(diff) > DIFF_SHOWN:
             lines.append(f"    … and {len(diff) - DIFF_SHOWN} more differing fields")
         if not diff and best.key != key:

@@ -1,109 +1,202 @@
-"""``python -m faultdeck.demo``: record a small scripted agent run, replay it offline, show it.
+"""``faultdeck demo``: the walkthrough on the bundled workshop agent.
 
-Runs in a temporary folder on embedded defaults; nothing to start, nothing left behind.
+In a temporary folder: record the golden run, replay it 20 times offline, rehearse each row
+of the degradation policy on top of the recording and judge it by the invariants, catch a
+naive loop breaking them, kill a run and resume it, then change the prompt and show the
+call-path diff. Nothing to start, no network, nothing left behind.
 """
 
 from __future__ import annotations
 
-import functools
-import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import faultdeck as fd
+from rich.console import Console
+from rich.table import Table
 
-DOCS = {
-    "docs/retry-budget.md": "Retry at most twice; honour Retry-After; stop on quota.",
-    "docs/timeouts.md": "Every call has a deadline; backoff is capped.",
-}
+from . import faults
+from ._cassette import load
+from ._clock import VirtualClock
+from ._deck import Deck
+from ._diff import diff_recordings, render_text
+from ._errors import BadToolCall, BoundaryError, ProcessKilled
+from ._faults import Fault
+from ._invariants import INVARIANTS, Violation, check
+from ._policy import Outcome, Policy
+from .workshop import OPS, Workshop, record_golden
 
-
-class ScriptedModel:
-    """A stand-in model: plans, reads the docs it found, then writes a patch."""
-
-    def __init__(self) -> None:
-        self.turns = 0
-
-    def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        self.turns += 1
-        if self.turns == 1:
-            return {"tool": "search_docs", "args": {"q": "retry budget", "top_k": 2}}
-        if self.turns == 2:
-            return {"tool": "read_file", "args": {"path": "docs/retry-budget.md"}}
-        return {"answer": "patch: cap retries at 2 and honour Retry-After"}
-
-
-def run_agent(deck: fd.Deck, model: ScriptedModel, question: str) -> str:
-    """The loop under test: every model and tool call goes through the deck."""
-
-    @deck.tool
-    def search_docs(q: str, top_k: int) -> list[str]:
-        words = q.split()
-        return [p for p, text in DOCS.items() if any(w in text.lower() for w in words)][:top_k]
-
-    @deck.tool
-    def read_file(path: str) -> dict[str, Any]:
-        return {"path": path, "text": DOCS[path]}
-
-    tools = {"search_docs": search_docs, "read_file": read_file}
-    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
-    for step in range(5):
-        asked = list(messages)
-        reply: dict[str, Any] = deck.call(
-            "model", "chat", {"messages": asked}, functools.partial(model.chat, asked), step=step
-        )
-        if "answer" in reply:
-            return str(reply["answer"])
-        result = tools[reply["tool"]](**reply["args"])
-        messages = [*messages, {"role": "tool", "name": reply["tool"], "content": result}]
-    return "gave up"
+POLICY = Policy(
+    max_attempts=3,
+    base_delay=0.5,
+    max_delay=4.0,
+    max_total_wait=10.0,
+    max_retry_after=5.0,
+    slow_first_token_ms=2000,
+    concurrency=8,
+    seed=0,
+)
+READ = {"kind": "tool", "name": "read_file"}
+ROWS: list[tuple[str, list[Fault]]] = [
+    ("quota, Retry-After: 2", [faults.quota(retry_after=2).on(**READ, nth=1)]),
+    ("quota, no header", [faults.quota().on(**READ, nth=1)]),
+    ("timeout", [faults.timeout().on(**READ, nth=1)]),
+    ("tool call breaks its schema", [faults.bad_tool_call().on(kind="model", name="chat", nth=2)]),
+    (
+        "slow first token (2.5 s)",
+        [faults.slow_first_token(2500).on(kind="model", name="chat", nth=1)],
+    ),
+]
 
 
-def main(out: TextIO = sys.stdout) -> int:
-    """Record, replay, show, and diverge; return the exit code."""
+def rehearse(
+    cassette: Path, plan: list[Fault], runner: Callable[..., list[Outcome]] | None = None
+) -> tuple[list[Outcome], list[Violation], VirtualClock]:
+    """Replay the golden cassette under ``plan``; return outcomes, violations and the clock."""
+    clock = VirtualClock()
+    deck = Deck(cassette, mode="replay", faults=plan, clock=clock, on_harness_change="ignore")
+    with deck:
+        workshop = Workshop(deck)
+        outcomes = workshop.run(POLICY, clock=clock, **({"runner": runner} if runner else {}))
+    return outcomes, check(outcomes, policy=POLICY, deck=deck, clock=clock), clock
+
+
+def naive_loop(
+    step: Callable[[Any], Any],
+    ops: Iterable[Any],
+    policy: Policy,
+    *,
+    clock: Any,
+    repair: Callable[[Any, BadToolCall], Any] | None = None,
+) -> list[Outcome]:
+    """What many agents ship: retry any error three times, at once."""
+    from ._context import step as step_context
+
+    outcomes = []
+    for op in ops:
+        with step_context(op):
+            for attempt in range(1, 4):
+                try:
+                    outcomes.append(Outcome(op, "ok", step(op), attempts=attempt))
+                    break
+                except BoundaryError:
+                    if attempt == 3:
+                        outcomes.append(Outcome(op, "degraded", None, "error", attempt))
+    return outcomes
+
+
+def cell(outcome: Outcome | None) -> str:
+    """One op's result as a table cell."""
+    if outcome is None:
+        return "[dim]not run[/]"
+    color = {"ok": "green", "degraded": "yellow", "stopped": "red"}[outcome.status]
+    detail = [f"x{outcome.attempts}"] if outcome.attempts > 1 else []
+    if outcome.reason:
+        detail.append(outcome.reason.replace("_", " "))
+    suffix = f" ({', '.join(detail)})" if detail else ""
+    return f"[{color}]{outcome.status}[/]{suffix}"
+
+
+def verdict(violations: list[Violation]) -> str:
+    """The invariants' verdict as a table cell."""
+    if not violations:
+        return f"[green]{len(INVARIANTS)}/{len(INVARIANTS)} hold[/]"
+    broken = sorted({v.invariant for v in violations})
+    return f"[red]broken: {', '.join(broken)}[/]"
+
+
+def main(console: Console | None = None) -> int:
+    """Run the walkthrough; return the exit code (0 when every step showed what it should)."""
+    out = console or Console(highlight=False)
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="faultdeck-demo-") as folder:
-        cassette = Path(folder) / "base.jsonl"
-        question = "How should the loop retry?"
-        print(f"1. record a run into {cassette.name}", file=out)
-        model = ScriptedModel()
-        with fd.Deck(cassette, mode="record") as deck:
-            answer = run_agent(deck, model, question)
-        print(f"   answer: {answer!r} ({model.turns} model calls made live)", file=out)
+        golden = Path(folder) / "golden.jsonl"
+        out.rule("[bold]faultdeck demo[/]: the workshop agent (plan → read → patch)")
 
-        print("\n2. the cassette", file=out)
-        recording = fd.load(cassette)
-        for entry in recording.entries:
-            print(
-                f"   seq {entry.seq:>2}  {entry.kind:<5} {entry.name:<12} {entry.key}  "
-                f"{entry.ms:7.3f} ms",
-                file=out,
-            )
-        print(f"   end: {recording.end}", file=out)
-
-        print("\n3. replay it offline, 20 times", file=out)
-        answers = set()
-        for _ in range(20):
-            offline = ScriptedModel()
-            with fd.Deck(cassette, mode="replay") as deck:
-                answers.add(run_agent(deck, offline, question))
-            assert offline.turns == 0, "replay must not call the model"
-        print(
-            f"   20/20 replays gave the same answer, 0 live calls: {answers == {answer}}", file=out
+        out.print("\n[bold]1. Record[/] the golden run (and the repair and no-notes paths)")
+        record_golden(golden)
+        recording = load(golden)
+        out.print(
+            f"   {len(recording.entries)} calls in {golden.name}: "
+            + ", ".join(f"{e.kind} {e.name}" for e in recording.entries[:5])
+            + ", …"
         )
-        print(f"   report: {deck.report()}", file=out)
 
-        print("\n4. change the prompt and replay: the miss says where and what", file=out)
+        out.print("\n[bold]2. Replay[/] it 20 times, offline")
+        results = [rehearse(golden, []) for _ in range(20)]
+        first = results[0][0]
+        same = sum(1 for outcomes, violations, _ in results if outcomes == first and not violations)
+        rate = same / len(results)
+        out.print(
+            f"   {same}/20 replays gave identical outcomes with every invariant holding: "
+            f"pass rate {rate:.2f} (a rate strictly between 0 and 1 would be flakiness)"
+        )
+
+        out.print("\n[bold]3. Rehearse[/] each row of the degradation policy on the recording")
+        table = Table(show_lines=False, header_style="bold")
+        table.add_column("fault injected")
+        for op in OPS:
+            table.add_column(op)
+        table.add_column("waited", justify="right")
+        table.add_column("invariants")
+        healthy = True
+        for label, plan in ROWS:
+            outcomes, violations, clock = rehearse(golden, plan)
+            by_op = {o.op: o for o in outcomes}
+            table.add_row(
+                label,
+                *(cell(by_op.get(op)) for op in OPS),
+                f"{clock.waited:.2f} s",
+                verdict(violations),
+            )
+            healthy = healthy and not violations
+        out.print(table)
+
+        out.print(
+            "\n[bold]4. Judge[/] a naive loop (retry any error 3 times, at once) "
+            "under the same quota"
+        )
+        _, violations, _ = rehearse(golden, ROWS[0][1], runner=naive_loop)
+        for violation in violations:
+            out.print(f"   [red]✗[/] {violation}")
+        caught = any(v.invariant == "no_early_retry" for v in violations)
+
+        out.print("\n[bold]5. Kill[/] a run at its patch request, then resume it")
+        killed = Path(folder) / "killed.jsonl"
+        clock = VirtualClock()
+        crash = [faults.crash().on(kind="model", name="chat", nth=2)]
+        deck = Deck(killed, mode="record", allow_side_effects=True, clock=clock, faults=crash)
         try:
-            with fd.Deck(cassette, mode="replay") as deck:
-                run_agent(deck, ScriptedModel(), "How should the loop retry on 429?")
-        except fd.ReplayMiss as miss:
-            for line in str(miss).splitlines():
-                print(f"   {line}", file=out)
-        else:
-            print("   (no miss: the demo is broken)", file=out)
-            return 1
-    return 0
+            with deck:
+                Workshop(deck).run(POLICY, clock=clock)
+        except ProcessKilled:
+            pass
+        before = load(killed)
+        resumed = Deck(killed, mode="resume", allow_side_effects=True, clock=clock)
+        with resumed:
+            workshop = Workshop(resumed)
+            outcomes = workshop.run(POLICY, clock=clock)
+        report = resumed.report()
+        out.print(
+            f"   killed with {len(before.entries)} calls on disk, no end line; resume "
+            f"replayed {report.used}, ran {report.live} live: "
+            + ", ".join(f"{o.op} {o.status}" for o in outcomes)
+        )
+        resumed_ok = before.interrupted and all(o.status == "ok" for o in outcomes)
+
+        out.print("\n[bold]6. Diff[/] against a run with a changed prompt")
+        changed = Path(folder) / "changed.jsonl"
+        record_golden(changed, question="Make the agent loop respect the retry budget and quota.")
+        diff = diff_recordings(load(golden), load(changed))
+        for line in render_text(diff, width=min(out.width, 120) - 3).splitlines():
+            out.print(f"   {line}", markup=False)
+
+    seconds = time.perf_counter() - started
+    ok = rate == 1.0 and healthy and caught and resumed_ok and not diff.identical
+    out.print(f"\n[bold]{'done' if ok else 'something is off'}[/] in {seconds:.2f} s")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
