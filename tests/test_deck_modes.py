@@ -230,3 +230,15 @@ def test_a_non_json_output_names_the_field(tmp_path: Path) -> None:
         pytest.raises(fd.ArgumentError, match=r"out of tool t at seq 1: out\.rows\[0\]: set"),
     ):
         deck.call("tool", "t", {}, lambda: {"rows": [{1, 2}]})
+
+
+def test_repeats_last_gives_a_retried_call_its_answer_again(cassette: Path) -> None:
+    with fd.Deck(cassette, mode="replay", repeats="last") as deck:
+        assert deck.call("tool", "search", {"q": "retry"}, never) == {"hits": 2}
+        assert deck.call("tool", "search", {"q": "retry"}, never) == {"hits": 2}
+        with pytest.raises(fd.ReplayMiss):
+            deck.call("tool", "search", {"q": "other"}, never)
+    report = deck.report()
+    assert [(r.name, r.recorded, r.asked) for r in report.repeats] == [("search", 1, 2)]
+    with pytest.raises(fd.ConfigError, match="repeats 'always' is not one of: miss, last"):
+        fd.Deck(cassette, repeats="always")

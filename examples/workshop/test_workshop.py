@@ -16,21 +16,11 @@ import pytest
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck.testing import assert_deterministic, assert_invariants, assert_violates
-from faultdeck.workshop import Workshop
+from faultdeck.workshop import POLICY, Workshop
 
 from .broken import coin_flip_retry, drops_partial_work, retry_on_quota, unbounded_backoff
 
 GOLDEN = Path(__file__).parent / "cassettes" / "golden.jsonl"
-POLICY = fd.Policy(
-    max_attempts=3,
-    base_delay=0.5,
-    max_delay=4.0,
-    max_total_wait=10.0,
-    max_retry_after=5.0,
-    slow_first_token_ms=2000,
-    concurrency=8,
-    seed=0,
-)
 READ = {"kind": "tool", "name": "read_file"}
 
 

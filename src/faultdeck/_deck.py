@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import sys
 import threading
 import warnings
 from collections import Counter, deque
@@ -22,7 +23,7 @@ import orjson
 from . import _config
 from ._canonical import SCHEMA_DEFAULT, make_key
 from ._cassette import Durability, Entry, Header, Recording, Writer, load
-from ._clock import Clock, SystemClock
+from ._clock import Clock, SystemClock, VirtualClock
 from ._config import MATCHES, MODES, Settings, check_choice
 from ._context import current_step
 from ._errorcodec import error_from_json, error_to_json
@@ -90,6 +91,9 @@ class Deck:
             folder's project by default.
         on_harness_change: ``warn`` (default) or ``ignore`` when replaying a cassette
             recorded at another git commit.
+        repeats: what a call asked more often than it was recorded gets: ``miss`` (default;
+            a retry storm shows as a ``ReplayMiss``) or ``last`` (the last recorded answer
+            again, as a rehearsal wants when a fault makes the loop retry a step).
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class Deck:
         environ: Mapping[str, str] | None = None,
         settings: Settings | None = None,
         on_harness_change: str = "warn",
+        repeats: str = "miss",
     ) -> None:
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
@@ -123,6 +128,9 @@ class Deck:
         if latency not in (None, "recorded"):
             raise ConfigError(f"latency {latency!r} is not one of: None, 'recorded'")
         check_choice("on_harness_change", on_harness_change, ("warn", "ignore"))
+        check_choice("repeats", repeats, ("miss", "last"))
+        self._repeat_last = repeats == "last"
+        self._last: dict[str, Entry] = {}
         self.clock: Clock = clock or SystemClock()
         self._latency = latency
         self._allow_side_effects = allow_side_effects
@@ -172,8 +180,9 @@ class Deck:
         """A deck configured by ``FAULTDECK_*`` variables, opened, and closed at exit.
 
         Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
-        fault plan file) and ``FAULTDECK_REPORT`` (where to write the JSON report when the
-        process exits). Other keyword arguments go to ``Deck``.
+        fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits) and
+        ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits). Other
+        keyword arguments go to ``Deck``.
 
         Raises:
             ConfigError: ``FAULTDECK_CASSETTE`` is not set, or a value is not valid.
@@ -188,12 +197,17 @@ class Deck:
         plan_path = env.get("FAULTDECK_FAULTS")
         if plan_path and "faults" not in kwargs:
             kwargs["faults"] = FaultPlan.load(plan_path)
+        clock_name = env.get("FAULTDECK_CLOCK", "system")
+        check_choice("FAULTDECK_CLOCK", clock_name, ("system", "virtual"))
+        if clock_name == "virtual" and "clock" not in kwargs:
+            kwargs["clock"] = VirtualClock()
         deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)
         report_path = env.get("FAULTDECK_REPORT")
         deck.open()
 
         def finish() -> None:
-            deck.close()
+            # An unhandled exception reached the top: the run ended, but not well.
+            deck.close("error" if getattr(sys, "last_value", None) is not None else "ok")
             if report_path:
                 with open(report_path, "wb") as fh:
                     fh.write(orjson.dumps(deck.report().to_dict(), option=orjson.OPT_INDENT_2))
@@ -543,6 +557,14 @@ class Deck:
                 self._remaining -= 1
                 plan.entry = entry
                 plan.write = False
+                if self._repeat_last:
+                    self._last[key] = entry
+                return plan
+            if self._repeat_last and key in self._last:
+                # Asked more often than recorded (a retry after an injected fault): the same
+                # request gets the same answer again; report().repeats still counts it.
+                plan.entry = self._last[key]
+                plan.write = False
                 return plan
             if mode == "append" or (mode == "resume" and self._remaining == 0):
                 return plan
@@ -756,6 +778,8 @@ class Deck:
                 misses=tuple(c for c in calls if c.source == "miss"),
                 order_changes=self._order_changes,
                 faults=sum(1 for c in calls if c.fault is not None),
+                waited=self.clock.waited,
+                sleeps=self.clock.sleeps if isinstance(self.clock, VirtualClock) else (),
                 harness_changed=self._harness_changed,
                 interrupted=bool(recording and recording.interrupted),
                 calls=calls,

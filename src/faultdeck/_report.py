@@ -86,6 +86,8 @@ class Report:
         order_changes: times a call was answered by a recorded call from earlier in the
             recording than the one answered just before it.
         faults: calls at which a fault was injected.
+        waited: seconds the run spent waiting on the deck's clock (backoffs, Retry-After).
+        sleeps: each wait, when the clock is virtual (it keeps them).
         harness_changed: ``(recorded, current)`` git SHAs when they differ.
         interrupted: the cassette's recorded run did not close cleanly.
         calls: every call, in the order they started.
@@ -101,6 +103,8 @@ class Report:
     misses: tuple[CallRecord, ...]
     order_changes: int
     faults: int
+    waited: float
+    sleeps: tuple[float, ...]
     harness_changed: tuple[str, str] | None
     interrupted: bool
     calls: tuple[CallRecord, ...]

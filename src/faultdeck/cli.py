@@ -1,17 +1,577 @@
-"""The ``faultdeck`` command. Exit codes: 0 ok, 1 a finding, 2 usage or input error."""
+"""The ``faultdeck`` command.
+
+Exit codes: 0 ok, 1 a finding (a divergence, a miss, a violated invariant, a secret, a
+failing run), 2 a usage or input error. Every error is one line; ``--debug`` adds the
+traceback. Output is rich on a terminal and plain when piped; ``--format json`` is for
+machines.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import os
+import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import orjson
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from ._cassette import Entry, load
+from ._diff import diff_recordings, render_html, render_json, render_text
+from ._errors import FaultdeckError
+from ._faults import FaultPlan
+from ._policy import Policy
+from ._redact import Redactor
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+
+
+class Finding(Exception):
+    """A command found something (exit 1); its message has been printed already."""
+
+
+def console() -> Console:
+    """stdout: rich on a terminal; plain, unwrapped text when piped."""
+    out = Console(highlight=False, soft_wrap=True)
+    if not out.is_terminal:
+        out = Console(highlight=False, soft_wrap=True, width=max(out.width, 200))
+    return out
+
+
+def emit_json(data: Any) -> None:
+    """Print JSON for machines."""
+    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="faultdeck")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Record an agent's boundary calls, replay them offline, rehearse failures on top.
+
+    \b
+    faultdeck record runs/base.jsonl -- python agent.py
+    faultdeck replay runs/base.jsonl --repeat 20 -- python agent.py
+    faultdeck rehearse runs/base.jsonl --entrypoint myagent.rehearsal:run
+    faultdeck diff runs/base.jsonl runs/new.jsonl
+    """
+    ctx.obj = {"debug": debug}
+
+
+# -- running a program with a deck ---------------------------------------------------------
+
+
+def run_child(
+    command: Sequence[str],
+    cassette: str,
+    mode: str,
+    *,
+    extra: dict[str, str] | None = None,
+    capture: bool = False,
+) -> tuple[int, dict[str, Any] | None, str]:
+    """Run ``command`` with ``FAULTDECK_*`` set; return its exit code, its deck's report
+    (``None`` if it wrote none) and, when captured, its stderr."""
+    if not command:
+        raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
+    with tempfile.TemporaryDirectory(prefix="faultdeck-") as folder:
+        report_path = os.path.join(folder, "report.json")
+        env = dict(os.environ)
+        env.update(
+            FAULTDECK_CASSETTE=os.path.abspath(cassette),
+            FAULTDECK_MODE=mode,
+            FAULTDECK_REPORT=report_path,
+            **(extra or {}),
+        )
+        try:
+            done = subprocess.run(
+                list(command), env=env, capture_output=capture, text=True, check=False
+            )
+        except FileNotFoundError:
+            raise click.UsageError(f"no such program: {command[0]}") from None
+        except PermissionError:
+            raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
+        report = None
+        if os.path.exists(report_path):
+            report = orjson.loads(Path(report_path).read_bytes())
+        return done.returncode, report, (done.stderr or "") if capture else ""
+
+
+def no_report(command: Sequence[str]) -> str:
+    return (
+        f"{command[0]} wrote no faultdeck report: does it create its deck with fd.Deck.from_env()?"
+    )
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def record(cassette: str, command: tuple[str, ...]) -> None:
+    """Run a program, recording its boundary calls into CASSETTE.
+
+    The program creates its deck with fd.Deck.from_env().
+
+    \b
+    faultdeck record runs/base.jsonl -- python agent.py --task fix-retry
+    """
+    code, report, _ = run_child(command, cassette, "record")
+    out = console()
+    if report is None:
+        out.print(no_report(command))
+        raise Finding
+    out.print(f"recorded {report['live']} calls into {cassette}")
+    if code != 0:
+        out.print(f"the program exited with {code}")
+        raise Finding
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 10_000),
+    default=1,
+    show_default=True,
+    help="Replay this many times and report the pass rate.",
+)
+@click.option(
+    "--faults",
+    "plan",
+    type=click.Path(dir_okay=False),
+    help="A fault plan (JSON or TOML) to inject on top of the recording.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def replay(
+    cassette: str, command: tuple[str, ...], repeat: int, plan: str | None, fmt: str
+) -> None:
+    """Run a program offline against CASSETTE; report misses, unused and repeated calls.
+
+    Each run sees FAULTDECK_RUN (0, 1, …), so a program can seed per run. A pass rate
+    strictly between 0 and 1 is flakiness, shown with the first call the runs disagree on.
+
+    \b
+    faultdeck replay runs/base.jsonl -- python agent.py
+    faultdeck replay runs/base.jsonl --repeat 20 --faults plans/quota.json -- python agent.py
+    """
+    load(cassette)  # a missing or corrupt cassette is an input error before anything runs
+    extra = {}
+    if plan is not None:
+        FaultPlan.load(plan)
+        extra["FAULTDECK_FAULTS"] = os.path.abspath(plan)
+    runs: list[tuple[int, dict[str, Any] | None, str]] = []
+    for index in range(repeat):
+        extra["FAULTDECK_RUN"] = str(index)
+        runs.append(run_child(command, cassette, "replay", extra=extra, capture=repeat > 1))
+    passed = [code == 0 and report is not None and not report["misses"] for code, report, _ in runs]
+    rate = sum(passed) / repeat
+    difference = first_difference([report for _, report, _ in runs])
+    if fmt == "json":
+        emit_json(
+            {
+                "cassette": cassette,
+                "runs": repeat,
+                "passed": sum(passed),
+                "rate": rate,
+                "flaky": 0 < rate < 1,
+                "first_difference": difference,
+                "reports": [report for _, report, _ in runs],
+            }
+        )
+    else:
+        print_replays(cassette, command, runs, passed, difference)
+    if rate < 1:
+        raise Finding
+
+
+def print_replays(
+    cassette: str,
+    command: Sequence[str],
+    runs: list[tuple[int, dict[str, Any] | None, str]],
+    passed: list[bool],
+    difference: dict[str, Any] | None,
+) -> None:
+    out = console()
+    if len(runs) == 1:
+        code, report, _ = runs[0]
+        if report is None:
+            out.print(no_report(command))
+            return
+        out.print(report_text(report))
+        if code != 0:
+            out.print(f"the program exited with {code}")
+        return
+    count = sum(passed)
+    out.print(
+        f"{count}/{len(runs)} replays of {cassette} passed (pass rate {count / len(runs):.2f})"
+    )
+    if 0 < count < len(runs):
+        out.print("[bold red]flaky[/]: the same cassette gave different runs")
+    if difference is not None:
+        out.print(f"first call that differed between runs: seq {difference['seq']}")
+        for variant in difference["variants"]:
+            runs_text = ", ".join(str(r) for r in variant["runs"][:8])
+            more = "…" if len(variant["runs"]) > 8 else ""
+            out.print(f"  runs {runs_text}{more}: {variant['call']}")
+    failing = next((i for i, ok in enumerate(passed) if not ok), None)
+    if failing is not None:
+        code, report, stderr = runs[failing]
+        out.print(f"run {failing} (exit {code}):")
+        if report is not None:
+            out.print("  " + report_text(report).replace("\n", "\n  "))
+        tail = stderr.strip().splitlines()[-3:]
+        for line in tail:
+            out.print(f"  {line}", markup=False)
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """A deck report (as JSON) in a few lines."""
+    lines = [
+        f"{report['cassette']} ({report['mode']}): {report['entries']} recorded, "
+        f"{report['used']} used, {report['live']} live, {len(report['unused'])} unused, "
+        f"{len(report['repeats'])} repeated, {len(report['misses'])} missed"
+    ]
+    for miss in report["misses"]:
+        lines.append(f"  miss: seq {miss['seq']} {miss['kind']} {miss['name']} ({miss['key']})")
+    for rep in report["repeats"]:
+        lines.append(
+            f"  repeat: {rep['kind']} {rep['name']} recorded {rep['recorded']}x, "
+            f"asked {rep['asked']}x"
+        )
+    for ref in report["unused"][:10]:
+        lines.append(f"  unused: seq {ref['seq']} {ref['kind']} {ref['name']}, line {ref['line']}")
+    return "\n".join(lines)
+
+
+def first_difference(reports: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The first call position at which the runs' call paths disagree, with each variant."""
+    paths = [
+        [
+            f"{c['kind']} {c['name']} ({c['key']})"
+            for c in sorted(r["calls"], key=lambda c: c["seq"])
+        ]
+        if r is not None
+        else []
+        for r in reports
+    ]
+    if len(paths) < 2:
+        return None
+    longest = max(len(p) for p in paths)
+    for position in range(longest):
+        seen: dict[str, list[int]] = {}
+        for run, path in enumerate(paths):
+            seen.setdefault(path[position] if position < len(path) else "(no call)", []).append(run)
+        if len(seen) > 1:
+            return {
+                "seq": position + 1,
+                "variants": [{"call": call, "runs": runs} for call, runs in seen.items()],
+            }
+    return None
+
+
+# -- reading cassettes ---------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--responses", is_flag=True, help="Compare outputs too, not only args.")
+@click.option(
+    "--ignore", multiple=True, metavar="FIELD", help="A field never compared (repeatable)."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to a file.")
+def diff(
+    a: str, b: str, responses: bool, ignore: tuple[str, ...], fmt: str, output: str | None
+) -> None:
+    """Diff the call paths of two cassettes; exit 1 when they diverge.
+
+    \b
+    faultdeck diff runs/base.jsonl runs/new.jsonl
+    faultdeck diff runs/base.jsonl runs/new.jsonl --responses --ignore trace_id
+    faultdeck diff runs/base.jsonl runs/new.jsonl --format html -o diff.html
+    """
+    result = diff_recordings(load(a), load(b), responses=responses, ignore=ignore)
+    if fmt == "json":
+        text = orjson.dumps(render_json(result), option=orjson.OPT_INDENT_2).decode()
+    elif fmt == "html":
+        text = render_html(result)
+    else:
+        text = render_text(result, width=max(60, console().width))
+    if output:
+        Path(output).write_text(text, "utf-8")
+        click.echo(f"wrote {output}: {result.first_divergence()}")
+    else:
+        click.echo(text)
+    if not result.identical:
+        raise Finding
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def show(cassette: str, fmt: str) -> None:
+    """Show a cassette: its header, its calls, and whether the run ended cleanly.
+
+    \b
+    faultdeck show runs/base.jsonl
+    faultdeck show runs/base.jsonl --format json | jq '.calls[] | select(.error)'
+    """
+    recording = load(cassette)
+    if fmt == "json":
+        emit_json(
+            {
+                "cassette": cassette,
+                "header": recording.header.to_json(),
+                "ended": recording.end,
+                "interrupted": recording.interrupted,
+                "calls": [dict(e.to_json(), line=e.line) for e in recording.entries],
+            }
+        )
+        return
+    out = console()
+    header = recording.header
+    sha = header.harness.get("git_sha", "not in git")
+    out.print(
+        f"[bold]{cassette}[/]: format {header.version}, match {header.match}, "
+        f"recorded at {sha}{' (dirty)' if header.harness.get('dirty') else ''}"
+    )
+    table = Table(header_style="bold", box=None, pad_edge=False)
+    for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
+        table.add_column(column, justify="right" if column in ("seq", "ms", "size") else "left")
+    for entry in recording.entries:
+        table.add_row(
+            str(entry.seq),
+            entry.kind,
+            entry.name,
+            entry.key,
+            f"{entry.ms:g}",
+            f"{len(orjson.dumps(entry.value)):,} B",
+            outcome_text(entry),
+        )
+    out.print(table)
+    if recording.interrupted:
+        out.print(
+            f"[yellow]interrupted[/]: no end line after {len(recording.entries)} calls "
+            "(resume it with mode='resume')"
+        )
+    else:
+        end = recording.end or {}
+        out.print(f"ended cleanly: {end.get('calls')} calls, status {end.get('status')}")
+
+
+def outcome_text(entry: Entry) -> str:
+    """The error or fault column of ``show``."""
+    parts = []
+    if entry.result == "error":
+        error = entry.value
+        detail = [f"{k} {error[k]}" for k in ("status", "retry_after", "code") if k in error]
+        parts.append(f"{error['type']}" + (f" ({', '.join(detail)})" if detail else ""))
+    elif entry.result == "stream":
+        parts.append(f"stream, {len(entry.value['events'])} events")
+    if entry.fault is not None:
+        parts.append(f"fault: {entry.fault.get('fault')}")
+    return "; ".join(parts)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def scan(paths: tuple[str, ...]) -> None:
+    """Audit cassettes for credential-shaped strings; exit 1 on any.
+
+    Prints file:line and the pattern's name, never the secret. A folder is searched for
+    *.jsonl files.
+
+    \b
+    faultdeck scan cassettes/
+    """
+    redactor = Redactor()
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.jsonl")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise click.UsageError(f"no such file or folder: {name}")
+    found = 0
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                for pattern in redactor.scan_text(line):
+                    click.echo(f"{path}:{number}: {pattern}")
+                    found += 1
+    if found:
+        click.echo(
+            f"{found} credential-shaped string{'s' if found != 1 else ''} in "
+            f"{len(files)} file{'s' if len(files) != 1 else ''}; rotate them and "
+            "re-record",
+            err=True,
+        )
+        raise Finding
+    click.echo(f"no secrets in {len(files)} file{'s' if len(files) != 1 else ''}")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--entrypoint",
+    metavar="MODULE:FUNCTION",
+    help="A function (deck, clock) -> outcomes that runs the loop in-process.",
+)
+@click.option(
+    "--faults",
+    "faults_",
+    default="all",
+    show_default=True,
+    metavar="all|PLAN",
+    help="Every fault at every call position, or a plan file (one cell).",
+)
+@click.option(
+    "--policy",
+    "policy_spec",
+    metavar="MODULE:NAME",
+    help="The Policy to judge by (default: the entrypoint module's POLICY).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Run cells on this many local processes.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def rehearse(
+    cassette: str,
+    command: tuple[str, ...],
+    entrypoint: str | None,
+    faults_: str,
+    policy_spec: str | None,
+    jobs: int,
+    fmt: str,
+) -> None:
+    """Replay CASSETTE under every fault at every call position and judge each run.
+
+    Prints the matrix (faults x positions) of what held and what broke; exit 1 exactly
+    when an invariant breaks. Cells: ✓ held, ✗ broke, ~ off the recorded path, ! raised,
+    ↻ killed and restarted.
+
+    \b
+    faultdeck rehearse golden.jsonl --entrypoint examples.workshop.rehearsal:good
+    faultdeck rehearse golden.jsonl --faults plans/quota.toml --jobs 4 -- python agent.py
+    """
+    from ._matrix import matrix_json, matrix_summary, matrix_table
+    from ._rehearse import rehearse as run_matrix
+    from ._rehearse_cmd import rehearse_command
+
+    if (entrypoint is None) == (not command):
+        raise click.UsageError("give either --entrypoint MODULE:FUNCTION or -- CMD…, not both")
+    load(cassette)
+    plans = None if faults_ == "all" else {Path(faults_).stem: FaultPlan.load(faults_)}
+    # Entrypoints are named relative to where the command runs, as `python -m` would.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    policy = None
+    if policy_spec is not None:
+        module, _, name = policy_spec.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ImportError as exc:
+            raise click.UsageError(f"cannot import {module!r} ({exc})") from None
+        if not isinstance(found, Policy):
+            raise click.UsageError(f"{policy_spec} is not a faultdeck Policy")
+        policy = found
+    out = console()
+    with progress_bar(out, enabled=fmt == "text") as update:
+        if entrypoint is not None:
+            matrix = run_matrix(
+                entrypoint, cassette, plans, policy=policy, jobs=jobs, progress=update
+            )
+        else:
+            matrix = rehearse_command(
+                command, cassette, plans, policy=policy, jobs=jobs, progress=update
+            )
+    if fmt == "json":
+        emit_json(matrix_json(matrix))
+    else:
+        out.print(matrix_table(matrix))
+        for line in matrix_summary(matrix):
+            out.print(line, markup=False)
+    if not matrix.ok:
+        raise Finding
+
+
+@contextlib.contextmanager
+def progress_bar(out: Console, *, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on a terminal (refreshed by hand: no thread beside worker processes)."""
+    if not (enabled and out.is_terminal):
+        yield lambda done, total: None
+        return
+    with Progress(console=out, auto_refresh=False, transient=True) as bar:
+        task = bar.add_task("rehearsing", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+            bar.refresh()
+
+        yield update
+
+
+@cli.command()
+def demo() -> None:
+    """The walkthrough on the bundled workshop agent (about a second, no network)."""
+    from .demo import main as run_demo
+
+    if run_demo() != 0:
+        raise Finding
+
+
+# -- the entry point -----------------------------------------------------------------------
+
+
+def fail(message: str, debug: bool) -> NoReturn:
+    if debug:
+        traceback.print_exc()
+    click.echo(f"faultdeck: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["demo"]:
-        from .demo import main as demo
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="faultdeck", standalone_mode=False)
+    except Finding:
+        return EXIT_FINDING
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.Abort:
+        click.echo("faultdeck: aborted", err=True)
+        return EXIT_USAGE
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "faultdeck"
+        fail(f"{exc.format_message()} (see {where} --help)", debug)
+    except click.ClickException as exc:
+        fail(exc.format_message(), debug)
+    except FaultdeckError as exc:
+        fail(str(exc).splitlines()[0], debug)
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), debug)
+    return EXIT_OK
 
-        return demo()
-    print("usage: faultdeck demo", file=sys.stderr)
-    return 2
+
+def entry() -> None:
+    """The console script."""
+    sys.exit(main())

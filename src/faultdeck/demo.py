@@ -26,18 +26,8 @@ from ._errors import BadToolCall, BoundaryError, ProcessKilled
 from ._faults import Fault
 from ._invariants import INVARIANTS, Violation, check
 from ._policy import Outcome, Policy
-from .workshop import OPS, Workshop, record_golden
+from .workshop import OPS, POLICY, Workshop, record_golden
 
-POLICY = Policy(
-    max_attempts=3,
-    base_delay=0.5,
-    max_delay=4.0,
-    max_total_wait=10.0,
-    max_retry_after=5.0,
-    slow_first_token_ms=2000,
-    concurrency=8,
-    seed=0,
-)
 READ = {"kind": "tool", "name": "read_file"}
 ROWS: list[tuple[str, list[Fault]]] = [
     ("quota, Retry-After: 2", [faults.quota(retry_after=2).on(**READ, nth=1)]),

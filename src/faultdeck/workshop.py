@@ -31,6 +31,17 @@ DOCS = {
     "docs/retry-budget.md": "Retry transient errors at most twice; honour Retry-After once.",
     "docs/quota.md": "On quota errors without Retry-After, stop and keep finished work.",
 }
+POLICY = Policy(
+    max_attempts=3,
+    base_delay=0.5,
+    max_delay=4.0,
+    max_total_wait=10.0,
+    max_retry_after=5.0,
+    slow_first_token_ms=2000,
+    concurrency=8,
+    seed=0,
+)
+"""The policy the workshop loop runs under and is judged by (demo, examples, rehearsals)."""
 PATCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["path", "diff"],
