@@ -33,19 +33,16 @@ from typing import Any
 import orjson
 
 from ._errors import ConfigError
-from ._faults import (
-    _ANY,
-    _PARAMS,
-    _SELECTOR_CHECKS,
+from ._faultchecks import (
     FAULT_KINDS,
-    Fault,
-    FaultPlan,
-    Selector,
-    _check,
-    _check_params,
-    _hint,
-    _integer,
+    PARAMS,
+    SELECTOR_CHECKS,
+    check_params,
+    check_value,
+    hint,
+    integer,
 )
+from ._faults import _ANY, Fault, FaultPlan, Selector
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -111,9 +108,9 @@ def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan
     for key in data:
         if key not in known:
             raise ConfigError(
-                f"{source}: unknown field {key!r}; known: {', '.join(known)}{_hint(key, known)}"
+                f"{source}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
             )
-    seed = _check(_integer, data.get("seed", 0), f"{source}: seed")
+    seed = check_value(integer, data.get("seed", 0), f"{source}: seed")
     if "faults" in data and "sequence" in data:
         raise ConfigError(
             f"{source}: has both 'faults' and 'sequence'; keep one ('faults' picks calls "
@@ -151,7 +148,7 @@ def _table(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any]:
     for key in value:
         if key not in known:
             raise ConfigError(
-                f"{where}: unknown field {key!r}; known: {', '.join(known)}{_hint(key, known)}"
+                f"{where}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
             )
     return value
 
@@ -165,9 +162,9 @@ def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
     kind = entry["fault"]
     if not isinstance(kind, str) or kind not in FAULT_KINDS:
         raise ConfigError(
-            f"{path}.fault: unknown fault {kind!r}; known: {kinds}{_hint(kind, FAULT_KINDS)}"
+            f"{path}.fault: unknown fault {kind!r}; known: {kinds}{hint(kind, FAULT_KINDS)}"
         )
-    spec = _PARAMS[kind]
+    spec = PARAMS[kind]
     known = ("fault", *spec, *(() if in_sequence else _SELECTOR_KEYS))
     for key in entry:
         if key in known:
@@ -178,10 +175,10 @@ def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
                 "i+1); use 'faults' to select calls"
             )
         raise ConfigError(
-            f"{path}: unknown field {key!r}; known: {', '.join(known)}{_hint(key, known)}"
+            f"{path}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
         )
     given = {k: v for k, v in entry.items() if k in spec}
-    params = _check_params(kind, given, lambda n: f"{path}.{n}", path)
+    params = check_params(kind, given, lambda n: f"{path}.{n}", path)
     return Fault(kind, params, _ANY if in_sequence else _parse_selector(entry, path))
 
 
@@ -189,7 +186,7 @@ def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
     fields: dict[str, Any] = {}
 
     def put(name: str, value: Any, where: str) -> None:
-        fields[name] = _check(_SELECTOR_CHECKS[name], value, where)
+        fields[name] = check_value(SELECTOR_CHECKS[name], value, where)
 
     if "at" in entry:
         at = entry["at"]

@@ -24,180 +24,29 @@ plan on the same calls injects the same faults in every process, whatever
 different seeds for independent coin flips.
 
 Plan files live in ``_faultplan``: ``FaultPlan.load``, ``FaultPlan.from_dict`` and
-``Fault.to_json`` delegate to it. The value checks stay here, shared by the constructors
-(and so the ``faultdeck.faults`` factories) and the plan-file parser.
+``Fault.to_json`` delegate to it. The value checks live in ``_faultchecks``, shared by the
+constructors here (and so the ``faultdeck.faults`` factories) and the plan-file parser.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
-import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ._canonical import KINDS
 from ._errors import BadToolCall, ConfigError, ProcessKilled, QuotaExhausted, TransientError
 
-FAULT_KINDS = (
-    "quota",
-    "timeout",
-    "transient",
-    "bad_tool_call",
-    "slow_first_token",
-    "latency",
-    "crash",
-    "reset",
-    "stream_cut",
-    "malformed_stream",
-)
-BAD_TOOL_CALL_HOWS = ("missing_field", "wrong_type", "unparseable", "unknown_tool")
+# FAULT_KINDS and BAD_TOOL_CALL_HOWS are re-exported: faultdeck.faults takes them from here.
+from ._faultchecks import BAD_TOOL_CALL_HOWS as BAD_TOOL_CALL_HOWS
+from ._faultchecks import FAULT_KINDS as FAULT_KINDS
+from ._faultchecks import SELECTOR_CHECKS, check_params, check_value, hint, integer
 
-# Statuses a retrying client treats as "try again": request timeout, conflict, too early,
-# rate limited, and the whole 5xx range (529 is Anthropic's "overloaded").
-_TRANSIENT_STATUSES = frozenset((408, 409, 425, 429, *range(500, 600)))
-_STATUS_TEXT = "an HTTP status of 408, 409, 425, 429 or 500-599"
 _DELAYS = ("latency", "slow_first_token")
-_REQUIRED = object()
-
-
-class _Invalid(Exception):
-    """A value a checker refuses; ``expected`` says what it wanted."""
-
-    def __init__(self, expected: str) -> None:
-        self.expected = expected
-        super().__init__(expected)
-
-
-def _non_negative(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _Invalid("a number >= 0")
-    if not math.isfinite(value):
-        raise _Invalid("a finite number >= 0")
-    if value < 0:
-        raise _Invalid("a number >= 0")
-    return float(value)
-
-
-def _optional_non_negative(value: Any) -> float | None:
-    return None if value is None else _non_negative(value)
-
-
-def _int_from(low: int) -> Callable[[Any], int]:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise _Invalid(f"an integer >= {low}")
-        return value
-
-    return check
-
-
-def _integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _Invalid("an integer")
-    return value
-
-
-def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or value not in choices:
-            raise _Invalid(f"one of: {', '.join(choices)}")
-        return value
-
-    return check
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise _Invalid("a non-empty string")
-    return value
-
-
-def _status(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in _TRANSIENT_STATUSES:
-        raise _Invalid(_STATUS_TEXT)
-    return value
-
-
-def _probability(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise _Invalid("a probability from 0 to 1")
-    return float(value)
-
-
-# kind -> parameter -> (checker, default); _REQUIRED has no default, None is left out.
-_PARAMS: dict[str, dict[str, tuple[Callable[[Any], Any], Any]]] = {
-    "quota": {
-        "code": (_text, "rate_limit_exceeded"),
-        "retry_after": (_optional_non_negative, None),
-    },
-    "timeout": {},
-    "transient": {"status": (_status, 503)},
-    "bad_tool_call": {"how": (_one_of(BAD_TOOL_CALL_HOWS), "missing_field")},
-    "slow_first_token": {"ms": (_non_negative, _REQUIRED)},
-    "latency": {"ms": (_non_negative, _REQUIRED)},
-    "crash": {},
-    "reset": {},
-    "stream_cut": {"after": (_int_from(0), 1)},
-    "malformed_stream": {},
-}
-
-_SELECTOR_CHECKS: dict[str, Callable[[Any], Any]] = {
-    "seq": _int_from(1),
-    "kind": _one_of(KINDS),
-    "name": _text,
-    "nth": _int_from(1),
-    "every": _int_from(1),
-    "p": _probability,
-    "seed": _integer,
-    "times": _int_from(0),
-}
-
-
-def _check(check: Callable[[Any], Any], value: Any, where: str) -> Any:
-    try:
-        return check(value)
-    except _Invalid as exc:
-        raise ConfigError(f"{where}: expected {exc.expected}, got {value!r}") from None
-
-
-def _hint(word: Any, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(known), n=1) if isinstance(word, str) else []
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _check_params(
-    kind: str, given: Mapping[str, Any], where: Callable[[str], str], unknown_where: str
-) -> tuple[tuple[str, Any], ...]:
-    spec = _PARAMS[kind]
-    for name in given:
-        if name not in spec:
-            known = ", ".join(spec) or "none"
-            raise ConfigError(
-                f"{unknown_where}: unknown parameter {name!r}; known: {known}{_hint(name, spec)}"
-            )
-    out: list[tuple[str, Any]] = []
-    for name, (check, default) in spec.items():
-        value = given.get(name, default)
-        if value is _REQUIRED:
-            raise ConfigError(f"{where(name)}: missing; expected {_expected(check)}")
-        value = _check(check, value, where(name))
-        if value is not None:
-            out.append((name, value))
-    return tuple(sorted(out))
-
-
-def _expected(check: Callable[[Any], Any]) -> str:
-    try:
-        check(object())
-    except _Invalid as exc:
-        return exc.expected
-    return "a value"  # pragma: no cover - every checker refuses a bare object
 
 
 def _num(value: float) -> str:
@@ -258,10 +107,10 @@ class Selector:
     times: int | None = None
 
     def __post_init__(self) -> None:
-        for name, check in _SELECTOR_CHECKS.items():
+        for name, check in SELECTOR_CHECKS.items():
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, _check(check, value, f"selector {name}"))
+                object.__setattr__(self, name, check_value(check, value, f"selector {name}"))
         if self.seed is not None and self.p is None:
             raise ConfigError("selector seed: only means something with p; set p too")
 
@@ -293,7 +142,7 @@ class Fault:
         if self.kind not in FAULT_KINDS:
             raise ConfigError(
                 f"unknown fault {self.kind!r}; known: {', '.join(FAULT_KINDS)}"
-                f"{_hint(self.kind, FAULT_KINDS)}"
+                f"{hint(self.kind, FAULT_KINDS)}"
             )
         if not isinstance(self.selector, Selector):
             raise ConfigError(f"{self.kind}: selector: expected a Selector, got {self.selector!r}")
@@ -308,7 +157,7 @@ class Fault:
                 raise ConfigError(f"{self.kind}: parameter {name!r} given twice")
             given[name] = value
         kind = self.kind
-        params = _check_params(kind, given, lambda n: f"{kind}: {n}", kind)
+        params = check_params(kind, given, lambda n: f"{kind}: {n}", kind)
         object.__setattr__(self, "params", params)
 
     def _with(self, **fields: Any) -> Fault:
@@ -469,7 +318,7 @@ class FaultPlan:
                     f"faults[{i}]: expected a Fault (see faultdeck.faults), got {fault!r}"
                 )
         self._faults = items
-        self._seed: int = _check(_integer, seed, "seed")
+        self._seed: int = check_value(integer, seed, "seed")
         self._sequence: tuple[Fault | None, ...] | None = None
 
     @property

@@ -8,24 +8,21 @@ machines.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
-import subprocess
 import sys
-import tempfile
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 import orjson
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from ._cassette import Entry, load
+from ._cli_run import first_difference, no_report, print_replays, progress_bar, run_child
 from ._diff import diff_recordings, render_html, render_json, render_text
 from ._errors import FaultdeckError
 from ._faults import FaultPlan
@@ -69,47 +66,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 # -- running a program with a deck ---------------------------------------------------------
-
-
-def run_child(
-    command: Sequence[str],
-    cassette: str,
-    mode: str,
-    *,
-    extra: dict[str, str] | None = None,
-    capture: bool = False,
-) -> tuple[int, dict[str, Any] | None, str]:
-    """Run ``command`` with ``FAULTDECK_*`` set; return its exit code, its deck's report
-    (``None`` if it wrote none) and, when captured, its stderr."""
-    if not command:
-        raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
-    with tempfile.TemporaryDirectory(prefix="faultdeck-") as folder:
-        report_path = os.path.join(folder, "report.json")
-        env = dict(os.environ)
-        env.update(
-            FAULTDECK_CASSETTE=os.path.abspath(cassette),
-            FAULTDECK_MODE=mode,
-            FAULTDECK_REPORT=report_path,
-            **(extra or {}),
-        )
-        try:
-            done = subprocess.run(
-                list(command), env=env, capture_output=capture, text=True, check=False
-            )
-        except FileNotFoundError:
-            raise click.UsageError(f"no such program: {command[0]}") from None
-        except PermissionError:
-            raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
-        report = None
-        if os.path.exists(report_path):
-            report = orjson.loads(Path(report_path).read_bytes())
-        return done.returncode, report, (done.stderr or "") if capture else ""
-
-
-def no_report(command: Sequence[str]) -> str:
-    return (
-        f"{command[0]} wrote no faultdeck report: does it create its deck with fd.Deck.from_env()?"
-    )
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -188,94 +144,9 @@ def replay(
             }
         )
     else:
-        print_replays(cassette, command, runs, passed, difference)
+        print_replays(console(), cassette, command, runs, passed, difference)
     if rate < 1:
         raise Finding
-
-
-def print_replays(
-    cassette: str,
-    command: Sequence[str],
-    runs: list[tuple[int, dict[str, Any] | None, str]],
-    passed: list[bool],
-    difference: dict[str, Any] | None,
-) -> None:
-    out = console()
-    if len(runs) == 1:
-        code, report, _ = runs[0]
-        if report is None:
-            out.print(no_report(command))
-            return
-        out.print(report_text(report))
-        if code != 0:
-            out.print(f"the program exited with {code}")
-        return
-    count = sum(passed)
-    out.print(
-        f"{count}/{len(runs)} replays of {cassette} passed (pass rate {count / len(runs):.2f})"
-    )
-    if 0 < count < len(runs):
-        out.print("[bold red]flaky[/]: the same cassette gave different runs")
-    if difference is not None:
-        out.print(f"first call that differed between runs: seq {difference['seq']}")
-        for variant in difference["variants"]:
-            runs_text = ", ".join(str(r) for r in variant["runs"][:8])
-            more = "…" if len(variant["runs"]) > 8 else ""
-            out.print(f"  runs {runs_text}{more}: {variant['call']}")
-    failing = next((i for i, ok in enumerate(passed) if not ok), None)
-    if failing is not None:
-        code, report, stderr = runs[failing]
-        out.print(f"run {failing} (exit {code}):")
-        if report is not None:
-            out.print("  " + report_text(report).replace("\n", "\n  "))
-        tail = stderr.strip().splitlines()[-3:]
-        for line in tail:
-            out.print(f"  {line}", markup=False)
-
-
-def report_text(report: dict[str, Any]) -> str:
-    """A deck report (as JSON) in a few lines."""
-    lines = [
-        f"{report['cassette']} ({report['mode']}): {report['entries']} recorded, "
-        f"{report['used']} used, {report['live']} live, {len(report['unused'])} unused, "
-        f"{len(report['repeats'])} repeated, {len(report['misses'])} missed"
-    ]
-    for miss in report["misses"]:
-        lines.append(f"  miss: seq {miss['seq']} {miss['kind']} {miss['name']} ({miss['key']})")
-    for rep in report["repeats"]:
-        lines.append(
-            f"  repeat: {rep['kind']} {rep['name']} recorded {rep['recorded']}x, "
-            f"asked {rep['asked']}x"
-        )
-    for ref in report["unused"][:10]:
-        lines.append(f"  unused: seq {ref['seq']} {ref['kind']} {ref['name']}, line {ref['line']}")
-    return "\n".join(lines)
-
-
-def first_difference(reports: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The first call position at which the runs' call paths disagree, with each variant."""
-    paths = [
-        [
-            f"{c['kind']} {c['name']} ({c['key']})"
-            for c in sorted(r["calls"], key=lambda c: c["seq"])
-        ]
-        if r is not None
-        else []
-        for r in reports
-    ]
-    if len(paths) < 2:
-        return None
-    longest = max(len(p) for p in paths)
-    for position in range(longest):
-        seen: dict[str, list[int]] = {}
-        for run, path in enumerate(paths):
-            seen.setdefault(path[position] if position < len(path) else "(no call)", []).append(run)
-        if len(seen) > 1:
-            return {
-                "seq": position + 1,
-                "variants": [{"call": call, "runs": runs} for call, runs in seen.items()],
-            }
-    return None
 
 
 # -- reading cassettes ---------------------------------------------------------------------
@@ -510,22 +381,6 @@ def rehearse(
             out.print(line, markup=False)
     if not matrix.ok:
         raise Finding
-
-
-@contextlib.contextmanager
-def progress_bar(out: Console, *, enabled: bool) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on a terminal (refreshed by hand: no thread beside worker processes)."""
-    if not (enabled and out.is_terminal):
-        yield lambda done, total: None
-        return
-    with Progress(console=out, auto_refresh=False, transient=True) as bar:
-        task = bar.add_task("rehearsing", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-            bar.refresh()
-
-        yield update
 
 
 @cli.command()

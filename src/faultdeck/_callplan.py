@@ -1,0 +1,119 @@
+"""One call's plan, and the two traces it leaves: a record in the log, a line in the cassette.
+
+The deck decides a plan as a call begins (its seq, its key, the answer from the recording
+or a live run, the fault injected) and fills it in as the call goes on. Whatever happens,
+the log gets a ``CallRecord``; a call that runs live while recording also gets an
+``Entry``, redacted, for the cassette.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._cassette import Entry
+from ._faults import Fault
+from ._report import CallRecord, Source
+
+
+@dataclass(slots=True)
+class CallPlan:
+    """What the deck decided for one call.
+
+    Attributes:
+        seq: the call's position in this run.
+        kind: the boundary kind.
+        name: the call's name.
+        key: the call's key (empty in mode ``off``).
+        args: the call's arguments, normalized unless the mode is ``off``.
+        schema: the tool's schema version.
+        step: the loop's step label, if any.
+        meta: free-form data stored with the call.
+        entry: the recorded call that answers it, when it is answered from the cassette.
+        write: whether it runs live and is recorded.
+        started: the clock's reading when the call began.
+        fault: the fault injected at it, if any.
+    """
+
+    seq: int
+    kind: str
+    name: str
+    key: str
+    args: Any
+    schema: str
+    step: Any
+    meta: Any
+    entry: Entry | None
+    write: bool
+    started: float = 0.0
+    fault: Fault | None = None
+
+    def record(
+        self,
+        source: Source,
+        recorded_seq: int | None = None,
+        ms: float = 0.0,
+        error: str | None = None,
+        *,
+        retry_after: float | None = None,
+        code: str | None = None,
+    ) -> CallRecord:
+        """This call as the log keeps it: where its answer came from and how it ended."""
+        fault = self.fault.kind if self.fault is not None else None
+        return CallRecord(
+            self.seq,
+            self.kind,
+            self.name,
+            self.key,
+            source,
+            recorded_seq,
+            ms,
+            error,
+            fault,
+            self.step,
+            self.started,
+            retry_after,
+            code,
+        )
+
+    def to_entry(
+        self,
+        result: str,
+        value: Any,
+        ms: float,
+        redact: Callable[[Any], Any],
+        *,
+        fault: Any = None,
+    ) -> Entry:
+        """This call as the cassette stores it; args, value and meta go through ``redact``.
+
+        Args:
+            result: ``out``, ``error`` or ``stream``.
+            value: what the call returned, or its error as JSON.
+            ms: how long it took.
+            redact: masks secrets before anything is written.
+            fault: the injected fault as JSON; by default the plan's own fault, if any.
+        """
+        if fault is None and self.fault is not None:
+            fault = self.fault.to_json()
+        step = self.step if isinstance(self.step, (str, int, float)) else None
+        return Entry(
+            self.seq,
+            self.kind,
+            self.name,
+            self.key,
+            redact(self.args),
+            result,  # type: ignore[arg-type]
+            redact(value),
+            ms,
+            step,
+            self.schema,
+            redact(self.meta) if self.meta is not None else None,
+            fault,
+        )
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float when it is a number (not a bool), else ``None``."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
