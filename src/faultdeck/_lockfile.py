@@ -41,6 +41,8 @@ class LockFile:
                 raise Held(self.path) from None
             self._fallback = lock
             return
+        # The first recording into a new folder locks before the cassette is written.
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:

@@ -1,0 +1,3 @@
+"""pytester runs inner pytest sessions for the plugin's tests."""
+
+pytest_plugins = ["pytester"]
