@@ -106,3 +106,13 @@ def test_misses_are_in_the_report(cassette: Path) -> None:
     report = deck.report()
     assert [(m.seq, m.name, m.source) for m in report.misses] == [(1, "plan", "miss")]
     assert "miss: seq 1 tool plan" in str(report)
+
+
+def test_a_miss_is_not_swallowed_by_except_exception(cassette: Path) -> None:
+    # SDK retry loops catch Exception; a miss must get through them untouched.
+    assert not issubclass(fd.ReplayMiss, Exception)
+    with fd.Deck(cassette, mode="replay") as deck, pytest.raises(fd.ReplayMiss):
+        try:
+            deck.call("tool", "plan", {"goal": "other"}, never)
+        except Exception:
+            pytest.fail("except Exception caught a ReplayMiss")

@@ -58,6 +58,7 @@ class CallPlan:
         *,
         retry_after: float | None = None,
         code: str | None = None,
+        partial: bool = False,
     ) -> CallRecord:
         """This call as the log keeps it: where its answer came from and how it ended."""
         fault = self.fault.kind if self.fault is not None else None
@@ -75,6 +76,7 @@ class CallPlan:
             self.started,
             retry_after,
             code,
+            partial,
         )
 
     def to_entry(

@@ -9,7 +9,6 @@ Exception
     │   ├── CassetteCorrupt
     │   ├── CassetteVersionError
     │   └── CassetteLocked
-    ├── ReplayMiss                 a call with no recorded answer
     ├── SideEffectBlocked          a side-effecting tool that may not run here
     └── BoundaryError              what a boundary raises; loops catch these
         ├── QuotaExhausted
@@ -17,7 +16,12 @@ Exception
         ├── BadToolCall
         └── RecordedError          a recorded error whose type is not loaded
 BaseException
+├── ReplayMiss                     a call with no recorded answer
 └── ProcessKilled                  the crash fault: the process "dies" here
+
+ReplayMiss is a BaseException, like pytest's own ``Failed``: it says the test harness no
+longer matches the program, which no ``except Exception`` in the program (or in an SDK's
+retry loop, which would retry it and report a "connection error") may swallow.
 
 Warning
 └── FaultdeckWarning
@@ -87,8 +91,10 @@ class CassetteLocked(CassetteError):
     """Another writer holds the cassette's lock file."""
 
 
-class ReplayMiss(FaultdeckError):
+class ReplayMiss(BaseException):  # noqa: N818 - named for what happened
     """A call that the cassette has no answer for.
+
+    A ``BaseException``: ``except Exception`` in a loop or an SDK does not catch it.
 
     Attributes:
         seq: the call's position in this run (1-based).

@@ -224,7 +224,7 @@ class _Played:
     deck: Deck
     clock: VirtualClock
     outcomes: tuple[Outcome, ...] = ()
-    error: Exception | None = None
+    error: Exception | ReplayMiss | None = None
     killed: bool = False
 
     def miss(self) -> str | None:
@@ -275,7 +275,7 @@ def _play(entry: Entrypoint, cassette: str, plan: FaultPlan | None) -> _Played:
         played.outcomes = tuple(result)
     except ProcessKilled:
         played.killed = True
-    except Exception as exc:  # the loop let it out: judged, never propagated
+    except (Exception, ReplayMiss) as exc:  # the loop let it out: judged, never propagated
         played.error = exc
     return played
 

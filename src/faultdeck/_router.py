@@ -39,7 +39,7 @@ from ._miss import build_miss
 from ._normalize import IdMap, Normalizer, check_json
 from ._redact import Redactor
 from ._replayindex import ReplayIndex
-from ._report import CallRecord, Report
+from ._report import Source, CallRecord, Report
 from ._session import CassetteSession, make_header
 
 T = TypeVar("T")
@@ -324,6 +324,74 @@ class Router:
                     else None,
                 )
             )
+
+    def complete(
+        self,
+        plan: CallPlan,
+        result: str,
+        stored: Any,
+        *,
+        ms: float,
+        source: Source = "live",
+        learn: Any = ABSENT,
+        error: str | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Log a call whose answer a boundary adapter (the HTTP transport) assembled itself,
+        and record it when recording.
+
+        Args:
+            result: ``out``, ``error`` or ``stream``.
+            stored: what to write (already JSON, scrubbed by ``scrub``).
+            source: ``live`` or ``fault`` (a provider-shaped answer stood in for the call).
+            learn: an output whose ids later calls may send again.
+            error, retry_after, code: how the call failed, as a loop would see it.
+            partial: it failed after part of its output had reached the caller.
+        """
+        with self._lock:
+            if learn is not ABSENT:
+                self._ids.learn(self._normalizer.output_ids(learn))
+            if plan.write:
+                self._write(plan, result, stored, ms)
+            self._log.append(
+                plan.record(
+                    source, ms=ms, error=error, retry_after=retry_after, code=code, partial=partial
+                )
+            )
+
+    def answered(
+        self,
+        plan: CallPlan,
+        entry: Entry,
+        *,
+        learn: Any = ABSENT,
+        error: str | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Log a call that a boundary adapter answered from ``entry`` (see ``complete``)."""
+        with self._lock:
+            self.index.serve(entry)
+            if learn is not ABSENT:
+                self._ids.learn(self._normalizer.output_ids(learn))
+            self._log.append(
+                plan.record(
+                    "replay",
+                    entry.seq,
+                    entry.ms,
+                    error,
+                    retry_after=retry_after,
+                    code=code,
+                    partial=partial,
+                )
+            )
+
+    def scrub(self, plan: CallPlan, value: Any) -> Any:
+        """``value`` as it is stored: wall-clock values replaced by placeholders."""
+        return self._normalizer.scrub_output(value, plan.seq)
 
     def inject(self, plan: CallPlan) -> None:
         """Raise the plan's fault, if it raises, recording it as injected when recording."""
