@@ -91,7 +91,7 @@ class CassetteLocked(CassetteError):
     """Another writer holds the cassette's lock file."""
 
 
-class ReplayMiss(BaseException):  # noqa: N818 - named for what happened
+class ReplayMiss(BaseException):
     """A call that the cassette has no answer for.
 
     A ``BaseException``: ``except Exception`` in a loop or an SDK does not catch it.

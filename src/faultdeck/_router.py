@@ -39,7 +39,7 @@ from ._miss import build_miss
 from ._normalize import IdMap, Normalizer, check_json
 from ._redact import Redactor
 from ._replayindex import ReplayIndex
-from ._report import Source, CallRecord, Report
+from ._report import CallRecord, Report, Source
 from ._session import CassetteSession, make_header
 
 T = TypeVar("T")
