@@ -122,7 +122,14 @@ def draw(seed: int, seq: int) -> float:
         (faults.latency(12.5), "latency", (("ms", 12.5),), "latency(12.5ms)", False, 12.5),
         (faults.crash(), "crash", (), "crash", True, 0.0),
         (faults.reset(), "reset", (), "reset", True, 0.0),
-        (faults.stream_cut(), "stream_cut", (("after", 1),), "stream_cut(after=1)", True, 0.0),
+        (
+            faults.stream_cut(),
+            "stream_cut",
+            (("after", 1), ("how", "cut")),
+            "stream_cut(after=1)",
+            True,
+            0.0,
+        ),
         (faults.malformed_stream(), "malformed_stream", (), "malformed_stream", True, 0.0),
     ],
 )

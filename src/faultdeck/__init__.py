@@ -19,7 +19,7 @@ Start with ``Deck``::
         hits = deck.call("tool", "search_docs", {"q": "retry"}, lambda: search_docs("retry"))
 """
 
-from . import faults, testing
+from . import faults, http, testing
 from ._canonical import canonical, make_key
 from ._cassette import Entry, Header, Recording, load
 from ._clock import Clock, SystemClock, VirtualClock
@@ -104,6 +104,7 @@ __all__ = [
     "current_step",
     "diff_recordings",
     "faults",
+    "http",
     "load",
     "load_settings",
     "make_key",

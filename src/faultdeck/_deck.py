@@ -374,13 +374,21 @@ class Deck:
         return wrap(fn) if fn is not None else wrap
 
     def _begin(
-        self, kind: str, name: str, args: Any, schema: str, step: Any, meta: Any
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        schema: str,
+        step: Any,
+        meta: Any,
+        *,
+        shaped: frozenset[str] = frozenset(),
     ) -> CallPlan:
         if not self._router.opened:
             # Opened through Deck.open, as by `with`, so that a warning on opening is
             # attributed (stacklevel) to the same frame on either path.
             self.open()
-        return self._router.begin(kind, name, args, schema, step, meta)
+        return self._router.begin(kind, name, args, schema, step, meta, shaped=shaped)
 
     # -- the report ------------------------------------------------------------------------
 

@@ -117,7 +117,7 @@ PARAMS: dict[str, dict[str, tuple[Callable[[Any], Any], Any]]] = {
     "latency": {"ms": (_non_negative, _REQUIRED)},
     "crash": {},
     "reset": {},
-    "stream_cut": {"after": (_int_from(0), 1)},
+    "stream_cut": {"after": (_int_from(0), 1), "how": (_one_of(("cut", "error_event")), "cut")},
     "malformed_stream": {},
 }
 

@@ -194,7 +194,17 @@ class Router:
 
     # -- the steps of a call -----------------------------------------------------------------
 
-    def begin(self, kind: str, name: str, args: Any, schema: str, step: Any, meta: Any) -> CallPlan:
+    def begin(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        schema: str,
+        step: Any,
+        meta: Any,
+        *,
+        shaped: frozenset[str] = frozenset(),
+    ) -> CallPlan:
         """Number the call, key it and decide: the recorded answer, a live run, or a miss.
 
         Raises:
@@ -218,7 +228,8 @@ class Router:
                 plan = CallPlan(seq, kind, name, key, norm, schema, step, meta, None, True, started)
             if self._fault_run is not None:
                 plan.fault = self._fault_run.pick(CallInfo(seq, kind, name, plan.key))
-                if plan.fault is not None and plan.fault.raises:
+                fault = plan.fault
+                if fault is not None and fault.raises and fault.kind not in shaped:
                     # The call never reaches the recording: a retry gets the recorded answer.
                     plan.write = mode == "record"
                     return plan

@@ -131,16 +131,18 @@ def reset() -> Fault:
     return Fault("reset")
 
 
-def stream_cut(after: int = 1) -> Fault:
+def stream_cut(after: int = 1, *, how: str = "cut") -> Fault:
     """A streamed answer stops after ``after`` events: ``TransientError`` code ``stream_cut``.
 
     Args:
         after: how many stream events get through before the cut; 0 cuts before the first.
+        how: ``cut`` (the connection drops) or ``error_event`` (the provider sends an
+            ``event: error``, as Anthropic does when it gives up mid-stream).
 
     Raises:
-        ConfigError: ``after`` is negative or not an integer.
+        ConfigError: ``after`` is negative or not an integer, or ``how`` is unknown.
     """
-    return Fault("stream_cut", (("after", after),))
+    return Fault("stream_cut", (("after", after), ("how", how)))
 
 
 def malformed_stream() -> Fault:

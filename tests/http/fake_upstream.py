@@ -689,3 +689,31 @@ class Upstream:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+# The weather tool the tests hand the SDKs, in each provider's shape.
+OPENAI_TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+ANTHROPIC_TOOLS: list[Any] = [
+    {
+        "name": "get_weather",
+        "description": "Weather in a city.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+]

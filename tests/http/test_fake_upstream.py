@@ -14,36 +14,17 @@ import httpx
 import httpx2
 import openai
 import pytest
-from fake_upstream import DEFAULT_TEXT, TOOL_ARGUMENTS, Upstream, tool_result_text
+from fake_upstream import (
+    ANTHROPIC_TOOLS,
+    DEFAULT_TEXT,
+    OPENAI_TOOLS,
+    TOOL_ARGUMENTS,
+    Upstream,
+    tool_result_text,
+)
 
 OPENAI_MODEL = "gpt-fake"
 ANTHROPIC_MODEL = "claude-fake"
-
-OPENAI_TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-ANTHROPIC_TOOLS: list[Any] = [
-    {
-        "name": "get_weather",
-        "description": "Weather in a city.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    }
-]
 
 
 @pytest.fixture(scope="module")

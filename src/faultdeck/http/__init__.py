@@ -1,0 +1,12 @@
+"""The HTTP boundary: transports for ``httpx`` and ``httpx2`` that route every request
+through a deck, so the OpenAI and Anthropic SDKs (and any HTTP client) record, replay and
+rehearse at the wire.
+
+    client = openai.OpenAI(
+        http_client=httpx2.Client(transport=fd.http.Transport(deck, httpx=httpx2))
+    )
+"""
+
+from ._transport import AsyncTransport, Transport
+
+__all__ = ["AsyncTransport", "Transport"]
