@@ -11,11 +11,10 @@ after its first event, a tool call whose arguments break their schema inside a 2
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .._callplan import CallPlan
@@ -23,21 +22,20 @@ from .._canonical import SCHEMA_DEFAULT
 from .._cassette import Entry
 from .._clock import VirtualClock
 from .._deck import Deck
-from .._errorcodec import error_from_json, error_to_json
+from .._errorcodec import error_to_json
 from ._shapes import (
     KEEP_REQUEST_HEADERS,
     body_bytes,
     break_stream_tool_call,
     break_tool_call,
     classify,
-    error_event,
     fault_response,
     kept_headers,
     name_of,
     parse_body,
     request_args,
 )
-from ._sse import SSEParser, encode
+from ._streams import _Events, _stream_types
 
 # Faults the transport shapes from the real answer instead of raising in its place.
 SHAPED = frozenset({"bad_tool_call", "stream_cut", "malformed_stream"})
@@ -191,208 +189,63 @@ class _Exchange:
     def outgoing(self, headers: Any) -> list[tuple[str, str]]:
         return [(k, v) for k, v in headers.multi_items() if k.lower() not in _DROP]
 
-
-class _Events:
-    """A stream's events on their way to the client, replayed or teed; finished once."""
-
-    def __init__(
-        self,
-        exchange: _Exchange,
-        plan: CallPlan,
-        status: int,
-        headers: Any,
-        events: list[dict[str, Any]] | None,
-        entry: Entry | None,
-    ) -> None:
-        self.exchange = exchange
-        self.plan = plan
-        self.status = status
-        self.headers = headers
-        self.replayed = events
-        self.entry = entry
-        self.seen: list[dict[str, Any]] = []
-        self.done = False
-        fault = plan.fault
-        cutting = fault is not None and fault.kind == "stream_cut"
-        self.cut: int | None = fault.param("after") if fault is not None and cutting else None
-        self.cut_how: str | None = fault.param("how") if fault is not None and cutting else None
-        self.malformed = fault is not None and fault.kind == "malformed_stream"
-        self.extra = exchange.delay(plan)
-        self.parser = SSEParser()
-        self.steps = self.replay()
-
-    @property
-    def clock(self) -> Any:
-        return self.exchange.deck.clock
-
-    def timed(self) -> bool:
-        deck = self.exchange.deck
-        return isinstance(deck.clock, VirtualClock) or deck._latency == "recorded"
-
-    def wait_for(self, index: int, event: dict[str, Any]) -> float:
-        """Seconds to let pass before a replayed event, per its recorded timing."""
-        extra = self.extra if index == 0 else 0.0
-        if not self.timed():
-            return extra
-        target = self.plan.started + self.extra + float(event.get("ms", 0)) / 1000
-        return max(extra, target - float(self.clock.now()))
-
-    def interruption(self, index: int) -> bytes | Exception | None:
-        """What a stream fault does before event ``index``: extra bytes, an error, or nothing."""
-        if self.cut is not None and index == self.cut:
-            if self.cut_how == "error_event":
-                self.finish(error=None, partial=index > 0, cut=True)
-                return encode(error_event(self.exchange.name))
-            exc: Exception = self.exchange.owner.httpx.RemoteProtocolError(
-                "peer closed connection without sending complete message body"
+    def first_step(self, stream_type: type) -> _Step:
+        """Decide the call and answer it without the network where it can be: a fault's
+        stand-in or the recording. Otherwise say how long to wait before going live."""
+        plan = self.begin()
+        stand_in = self.stand_in(plan)
+        if isinstance(stand_in, Exception):
+            raise stand_in
+        if stand_in is not None:
+            return _Step(plan, stream_type, stand_in, 0.0)
+        httpx, request = self.owner.httpx, self.request
+        entry = plan.entry
+        if entry is None:
+            delay = 0.0 if _streams(request) else self.delay(plan)
+            return _Step(plan, stream_type, None, delay)
+        status, headers, answer = self.answer(plan, entry)
+        if entry.result == "stream":
+            events = _Events(self, plan, status, headers, answer, entry)
+            response = httpx.Response(
+                status, headers=headers, stream=stream_type(events), request=request
             )
-            self.finish(error=exc, partial=index > 0)
-            return exc
-        if self.malformed and index == 1:
-            return b"data: {this is not json\n\n"
-        return None
-
-    def replay(self) -> Iterator[tuple[float, bytes | Exception]]:
-        """The replayed stream as (seconds to let pass, bytes or an error to raise)."""
-        for index, event in enumerate(self.replayed or ()):
-            stop = self.interruption(index)
-            if isinstance(stop, Exception):
-                yield 0.0, stop
-                return
-            wait = self.wait_for(index, event)
-            if stop is not None:
-                yield wait, stop
-                if self.cut is not None:
-                    return
-                wait = 0.0
-            yield wait, encode(event)
-        error = self.recorded_error()
-        self.finish(error=error, partial=bool(self.replayed) and error is not None)
-        if error is not None:
-            yield 0.0, error
-
-    def teed(self, chunk: bytes) -> None:
-        now = round((self.clock.now() - self.plan.started) * 1000, 3)
-        for event in self.parser.feed(chunk):
-            self.seen.append({"ms": now, **event})
-
-    def finish(self, *, error: Exception | None, partial: bool, cut: bool = False) -> None:
-        if self.done:
-            return
-        self.done = True
-        exchange, plan = self.exchange, self.plan
-        router = exchange.deck._router
-        if self.replayed is not None and self.entry is not None:
-            recorded_error = self.entry.value.get("error")
-            name = (
-                type(error).__name__
-                if error is not None
-                else (recorded_error.get("type") if isinstance(recorded_error, dict) else None)
-            )
-            router.answered(
-                plan,
-                self.entry,
-                learn=[e.get("data") for e in self.replayed],
-                error=name or ("StreamError" if cut else None),
-                partial=partial,
-            )
-            return
-        self.seen.extend({"ms": 0.0, **e} for e in self.parser.flush())
-        stored: dict[str, Any] = {"status": self.status, "headers": kept_headers(self.headers)}
-        stored["events"] = self.seen
-        if error is not None:
-            stored["error"] = error_to_json(error)
-        ms = round((self.clock.now() - plan.started) * 1000, 3)
-        router.complete(
-            plan,
-            "stream",
-            router.scrub(plan, stored),
-            ms=ms,
-            learn=[e.get("data") for e in self.seen],
-            error=type(error).__name__ if error is not None else None,
-            partial=partial,
+            return _Step(plan, stream_type, response, 0.0)
+        recorded = entry.ms / 1000 if self.deck._latency == "recorded" else 0.0
+        response = httpx.Response(
+            status, headers=headers, content=body_bytes(answer), request=request
         )
-        if error is not None:
-            exchange.owner.failed(exchange.identity)
+        return _Step(plan, stream_type, response, self.delay(plan) + recorded)
 
-    def recorded_error(self) -> Exception | None:
-        if self.entry is None:
-            return None
-        error = self.entry.value.get("error")
-        return error_from_json(error) if isinstance(error, dict) else None
+    def live_stream(self, step: _Step, response: Any) -> Any:
+        """A live streamed response, teed into the cassette as the client reads it."""
+        events = _Events(self, step.plan, response.status_code, response.headers, None, None)
+        return self.owner.httpx.Response(
+            response.status_code,
+            headers=self.outgoing(response.headers),
+            stream=step.stream_type(events, response),
+            request=self.request,
+        )
+
+    def live_answer(self, step: _Step, response: Any, content: bytes) -> Any:
+        """A live response read whole: recorded, and handed on."""
+        body = self.store(step.plan, response.status_code, response.headers, parse_body(content))
+        return self.owner.httpx.Response(
+            response.status_code,
+            headers=self.outgoing(response.headers),
+            content=body_bytes(body),
+            request=self.request,
+        )
 
 
-@functools.cache
-def _stream_types(httpx: Any) -> tuple[type, type]:
-    """Byte-stream classes that ``httpx``'s responses accept (one pair per module).
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """How a request is answered: a ready response, or the network; either after
+    ``delay`` seconds on the deck's clock."""
 
-    Each keeps its place: a client that stops at ``[DONE]`` and then drains the response
-    by iterating it again (openai does) continues where it stopped, never from the start.
-    """
-
-    class SyncEvents(httpx.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, events: _Events, upstream: Any = None) -> None:
-            self.events = events
-            self.upstream = upstream
-            self.chunks: Iterator[bytes] | None = None
-
-        def __iter__(self) -> Iterator[bytes]:
-            events = self.events
-            if self.upstream is None:
-                for wait, payload in events.steps:
-                    events.clock.advance(wait)
-                    if isinstance(payload, BaseException):
-                        raise payload
-                    yield payload
-                return
-            if self.chunks is None:
-                self.chunks = iter(self.upstream.iter_bytes())
-            try:
-                for chunk in self.chunks:
-                    events.teed(chunk)
-                    yield chunk
-            except Exception as exc:
-                events.finish(error=exc, partial=bool(events.seen))
-                raise
-            events.finish(error=None, partial=False)
-
-        def close(self) -> None:
-            if self.upstream is not None:
-                self.upstream.close()
-            self.events.finish(error=None, partial=False)
-
-    class AsyncEvents(httpx.AsyncByteStream):  # type: ignore[misc]
-        def __init__(self, events: _Events, upstream: Any = None) -> None:
-            self.events = events
-            self.upstream = upstream
-            self.chunks: AsyncIterator[bytes] | None = None
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            events = self.events
-            if self.upstream is None:
-                for wait, payload in events.steps:
-                    await events.clock.aadvance(wait)
-                    if isinstance(payload, BaseException):
-                        raise payload
-                    yield payload
-                return
-            if self.chunks is None:
-                self.chunks = aiter(self.upstream.aiter_bytes())
-            try:
-                async for chunk in self.chunks:
-                    events.teed(chunk)
-                    yield chunk
-            except Exception as exc:
-                events.finish(error=exc, partial=bool(events.seen))
-                raise
-            events.finish(error=None, partial=False)
-
-        async def aclose(self) -> None:
-            if self.upstream is not None:
-                await self.upstream.aclose()
-            self.events.finish(error=None, partial=False)
-
-    return SyncEvents, AsyncEvents
+    plan: CallPlan
+    stream_type: type
+    response: Any
+    delay: float
 
 
 class _Base:
@@ -438,52 +291,22 @@ class Transport(_Base):
     def handle_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
         exchange = _Exchange(self, request, request.read())
-        plan = exchange.begin()
-        stand_in = exchange.stand_in(plan)
-        if isinstance(stand_in, Exception):
-            raise stand_in
-        if stand_in is not None:
-            return stand_in
-        sync_events, _ = _stream_types(self.httpx)
-        if plan.entry is not None:
-            status, headers, answer = exchange.answer(plan, plan.entry)
-            if plan.entry.result == "stream":
-                events = _Events(exchange, plan, status, headers, answer, plan.entry)
-                return self.httpx.Response(
-                    status, headers=headers, stream=sync_events(events), request=request
-                )
-            self.deck.clock.advance(exchange.delay(plan) + self._recorded(plan.entry))
-            return self.httpx.Response(
-                status, headers=headers, content=body_bytes(answer), request=request
-            )
+        step = exchange.first_step(_stream_types(self.httpx)[0])
+        self.deck.clock.advance(step.delay)
+        if step.response is not None:
+            return step.response
         if self.inner is None:
             self.inner = self.httpx.HTTPTransport()
-        self.deck.clock.advance(exchange.delay(plan) if not _streams(request) else 0.0)
         try:
             response = self.inner.handle_request(request)
         except Exception as exc:
-            exchange.live_error(plan, exc)
+            exchange.live_error(step.plan, exc)
             raise
         if _is_stream(response):
-            events = _Events(exchange, plan, response.status_code, response.headers, None, None)
-            return self.httpx.Response(
-                response.status_code,
-                headers=exchange.outgoing(response.headers),
-                stream=sync_events(events, response),
-                request=request,
-            )
+            return exchange.live_stream(step, response)
         content = response.read()
         response.close()
-        body = exchange.store(plan, response.status_code, response.headers, parse_body(content))
-        return self.httpx.Response(
-            response.status_code,
-            headers=exchange.outgoing(response.headers),
-            content=body_bytes(body),
-            request=request,
-        )
-
-    def _recorded(self, entry: Entry) -> float:
-        return entry.ms / 1000 if self.deck._latency == "recorded" else 0.0
+        return exchange.live_answer(step, response, content)
 
     def close(self) -> None:
         """Close the real transport, if one was made."""
@@ -503,50 +326,22 @@ class AsyncTransport(_Base):
     async def handle_async_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
         exchange = _Exchange(self, request, await request.aread())
-        plan = exchange.begin()
-        stand_in = exchange.stand_in(plan)
-        if isinstance(stand_in, Exception):
-            raise stand_in
-        if stand_in is not None:
-            return stand_in
-        _, async_events = _stream_types(self.httpx)
-        if plan.entry is not None:
-            status, headers, answer = exchange.answer(plan, plan.entry)
-            if plan.entry.result == "stream":
-                events = _Events(exchange, plan, status, headers, answer, plan.entry)
-                return self.httpx.Response(
-                    status, headers=headers, stream=async_events(events), request=request
-                )
-            latency = plan.entry.ms / 1000 if self.deck._latency == "recorded" else 0.0
-            await self.deck.clock.aadvance(exchange.delay(plan) + latency)
-            return self.httpx.Response(
-                status, headers=headers, content=body_bytes(answer), request=request
-            )
+        step = exchange.first_step(_stream_types(self.httpx)[1])
+        await self.deck.clock.aadvance(step.delay)
+        if step.response is not None:
+            return step.response
         if self.inner is None:
             self.inner = self.httpx.AsyncHTTPTransport()
-        await self.deck.clock.aadvance(exchange.delay(plan) if not _streams(request) else 0.0)
         try:
             response = await self.inner.handle_async_request(request)
         except Exception as exc:
-            exchange.live_error(plan, exc)
+            exchange.live_error(step.plan, exc)
             raise
         if _is_stream(response):
-            events = _Events(exchange, plan, response.status_code, response.headers, None, None)
-            return self.httpx.Response(
-                response.status_code,
-                headers=exchange.outgoing(response.headers),
-                stream=async_events(events, response),
-                request=request,
-            )
+            return exchange.live_stream(step, response)
         content = await response.aread()
         await response.aclose()
-        body = exchange.store(plan, response.status_code, response.headers, parse_body(content))
-        return self.httpx.Response(
-            response.status_code,
-            headers=exchange.outgoing(response.headers),
-            content=body_bytes(body),
-            request=request,
-        )
+        return exchange.live_answer(step, response, content)
 
     async def aclose(self) -> None:
         """Close the real transport, if one was made."""
