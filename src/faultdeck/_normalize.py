@@ -44,10 +44,34 @@ TRANSPORT_FIELDS = CREDENTIAL_FIELDS | frozenset(
 )
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_PROVIDER_ID = re.compile(
-    r"(?:chatcmpl|cmpl|call|toolu|srvtoolu|msg|msgbatch|resp|req|run|fc|rs|ws|item|batch|file"
-    r"|asst|thread|step|evt|sess|ctc|mcp|mcpr)[-_][A-Za-z0-9_-]{6,}"
+# Prefixes of the ids providers hand out (chatcmpl-…, call_…, toolu_…, resp_…).
+_PROVIDER_NAMES = (
+    "chatcmpl",
+    "cmpl",
+    "call",
+    "toolu",
+    "srvtoolu",
+    "msg",
+    "msgbatch",
+    "resp",
+    "req",
+    "run",
+    "fc",
+    "rs",
+    "ws",
+    "item",
+    "batch",
+    "file",
+    "asst",
+    "thread",
+    "step",
+    "evt",
+    "sess",
+    "ctc",
+    "mcp",
+    "mcpr",
 )
+_PROVIDER_ID = re.compile(rf"(?:{'|'.join(_PROVIDER_NAMES)})[-_][A-Za-z0-9_-]{{6,}}")
 _GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
 _DATETIME = re.compile(
     r"(\d{4}-\d{2}-\d{2})([T ])(\d{2}:\d{2}(?::\d{2})?)(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"
@@ -61,6 +85,14 @@ _EPOCH_MS = (1e12, 4e12)
 _PLACEHOLDER_EPOCH = 946684800
 _INT_LIMIT = 2**63
 _MISSING = object()
+_PROVIDER_PREFIXES = tuple(f"{name}{sep}" for name in _PROVIDER_NAMES for sep in "-_")
+# A field name's meaning to normalization, as bits; cached per name.
+_STRIP, _VOLATILE, _TIME, _ID_FIELD = 1, 2, 4, 8
+_NAMES_CACHED = 4096
+
+
+class _NotJSON(Exception):
+    """The fast walk met a value JSON cannot hold; the slow walk names it."""
 
 
 def is_id_field(name: str) -> bool:
@@ -142,10 +174,11 @@ class NormalizeConfig:
 class Normalizer:
     """Applies a ``NormalizeConfig`` to args and outputs."""
 
-    __slots__ = ("_config", "_root_prefix")
+    __slots__ = ("_config", "_names", "_root_prefix")
 
     def __init__(self, config: NormalizeConfig | None = None) -> None:
         self._config = config or NormalizeConfig()
+        self._names: dict[str, int] = {}
         root = self._config.root
         self._root_prefix = (root.rstrip(os.sep) + os.sep) if root else None
 
@@ -160,7 +193,12 @@ class Normalizer:
         Raises:
             ArgumentError: a value in args is not JSON; the error names the field.
         """
-        out = self._walk(args, "args", None, ids)
+        try:
+            out = self._fast(args, None, ids)
+        except _NotJSON:
+            # Only now is the path worth building: walk again to name the field.
+            self._walk(args, "args", None, ids)
+            raise AssertionError("unreachable: the walk raises ArgumentError") from None
         rules = self._config.rules
         if rules:
             rule = rules.get(f"{kind}:{name}") or rules.get(name)
@@ -168,7 +206,85 @@ class Normalizer:
                 out = rule(out)
         return out
 
+    def _flags(self, name: str) -> int:
+        """What a field name means to normalization, computed once per name."""
+        flags = self._names.get(name)
+        if flags is None:
+            config = self._config
+            flags = (
+                (_STRIP if name.lower() in config.strip_fields else 0)
+                | (_VOLATILE if name in config.volatile else 0)
+                | (_TIME if config.timestamps and is_time_field(name) else 0)
+                | (_ID_FIELD if is_id_field(name) else 0)
+            )
+            if len(self._names) < _NAMES_CACHED:
+                self._names[name] = flags
+        return flags
+
+    def _fast(self, value: Any, field: str | None, ids: IdMap) -> Any:
+        """The walk of ``args``, without paths (the hot path of every call)."""
+        cls = type(value)
+        if cls is str:
+            flags = self._flags(field) if field is not None else 0
+            if flags & _VOLATILE:
+                return "«volatile»"
+            return self._text(value, flags, ids)
+        if cls is dict:
+            result: dict[str, Any] = {}
+            fast, flags_of = self._fast, self._flags
+            for k, v in value.items():
+                if type(k) is not str:
+                    raise _NotJSON
+                if flags_of(k) & _STRIP:
+                    continue
+                result[k] = fast(v, k, ids)
+            return result
+        if cls is list or cls is tuple:
+            fast = self._fast
+            return [fast(v, field, ids) for v in value]
+        if cls is bool or value is None:
+            return value
+        if cls is int or cls is float:
+            if cls is int and not -_INT_LIMIT <= value < _INT_LIMIT:
+                raise _NotJSON
+            if cls is float and not math.isfinite(value):
+                raise _NotJSON
+            if field is None:
+                return value
+            flags = self._flags(field)
+            if flags & _VOLATILE or (flags & _TIME and _is_epoch(value)):
+                return cls(0)
+            return value
+        raise _NotJSON
+
+    def _text(self, value: str, flags: int, ids: IdMap) -> str:
+        config = self._config
+        n = len(value)
+        if config.ids:
+            known = ids.get(value)
+            if known is not None:
+                return known
+            if n >= 8 and (
+                (n == 36 and _UUID.fullmatch(value))
+                or (value.startswith(_PROVIDER_PREFIXES) and _PROVIDER_ID.fullmatch(value))
+                or (flags & _ID_FIELD and _GENERATED.fullmatch(value))
+            ):
+                return ids.name(value)
+        if (
+            config.timestamps
+            and n >= 16
+            and value[4] == "-"
+            and value[10] in "T "
+            and _DATETIME.fullmatch(value)
+        ):
+            return "«ts»"
+        prefix = self._root_prefix
+        if prefix is not None and value.startswith(prefix):
+            return value[len(prefix) :]
+        return value
+
     def _walk(self, value: Any, path: str, field_name: str | None, ids: IdMap) -> Any:
+        """The walk with paths, run only to name the field that is not JSON."""
         cls = type(value)
         if cls is str:
             return self._string(value, field_name, ids)

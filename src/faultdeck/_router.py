@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from . import _config
-from ._callplan import CallPlan, number
+from ._callplan import CallPlan, Logged, as_record, number
 from ._canonical import make_key
 from ._cassette import Durability, Entry, Recording, load
 from ._clock import Clock, VirtualClock
@@ -113,7 +113,7 @@ class Router:
         self._allow_side_effects = allow_side_effects
         self._seq = 0
         self._ids = IdMap()
-        self._log: list[CallRecord] = []
+        self._log: list[Logged] = []
 
     # -- opening and closing -------------------------------------------------------------
 
@@ -452,12 +452,12 @@ class Router:
     def calls(self) -> tuple[CallRecord, ...]:
         """Every call so far, in the order they started."""
         with self._lock:
-            return tuple(sorted(self._log, key=lambda c: c.seq))
+            return tuple(sorted(map(as_record, self._log), key=lambda c: c.seq))
 
     def report(self) -> Report:
         """What happened so far; see ``Deck.report``."""
         with self._lock:
-            calls = tuple(sorted(self._log, key=lambda c: c.seq))
+            calls = tuple(sorted(map(as_record, self._log), key=lambda c: c.seq))
             index = self.index
             recording = self._recording
             clock = self._clock
