@@ -13,7 +13,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -33,9 +33,12 @@ Durability = Literal["flush", "fsync"]
 _RESTORE = "restore it from version control or re-record it"
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One recorded call.
+
+    A ``NamedTuple`` rather than a frozen dataclass: it is built once per cassette line,
+    and a frozen dataclass costs more to build than parsing the line does (2.3 µs against
+    1.5 µs); a named tuple is as immutable and costs a tenth.
 
     Attributes:
         seq: the call's position in the run that recorded it (1-based, by start order).
@@ -245,6 +248,48 @@ def _header(raw: bytes, path: str) -> Header:
 
 
 def _entry(obj: dict[str, Any], path: str, number: int) -> Entry:
+    # The common case, a well-formed out line, checked in one go; anything else takes the
+    # careful path below, which names what is wrong.
+    get = obj.get
+    seq: Any = obj["seq"]
+    kind: Any = get("kind")
+    key: Any = get("key")
+    ms: Any = get("ms", 0)
+    if (
+        "out" in obj
+        and "error" not in obj
+        and "stream" not in obj
+        and "args" in obj
+        and type(seq) is int
+        and seq > 0
+        and kind in KINDS
+        and type(key) is str
+        and key.startswith(kind)
+        and key[len(kind) : len(kind) + 1] == ":"
+        and (type(ms) is int or type(ms) is float)
+        and ms >= 0
+    ):
+        name: Any = get("name")
+        if type(name) is str and name:
+            return Entry(
+                seq,
+                kind,
+                name,
+                key,
+                obj["args"],
+                "out",
+                obj["out"],
+                ms,
+                get("step"),
+                get("schema", SCHEMA_DEFAULT),
+                get("meta"),
+                get("fault"),
+                number,
+            )
+    return _checked_entry(obj, path, number)
+
+
+def _checked_entry(obj: dict[str, Any], path: str, number: int) -> Entry:
     seq: Any = obj["seq"]
     kind: Any = obj.get("kind")
     name: Any = obj.get("name")
