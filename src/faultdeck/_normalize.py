@@ -403,7 +403,8 @@ def _is_epoch(value: float) -> bool:
 def _collect_ids(value: Any, field_name: str | None, found: list[str]) -> None:
     cls = type(value)
     if cls is str:
-        if looks_like_id(value, field_name):
+        # Shorter than any id: most of a model's answer is words, checked for free here.
+        if len(value) >= 8 and looks_like_id(value, field_name):
             found.append(value)
     elif cls is dict:
         for k, v in value.items():

@@ -63,7 +63,7 @@ def request_args(
     args: dict[str, Any] = {"method": method, "path": path}
     if query:
         args["query"] = [list(pair) for pair in query]
-    kept = {k.lower(): v for k, v in headers.items() if k.lower() in keep}
+    kept = {name: headers[name] for name in keep if name in headers}
     if kept:
         args["headers"] = dict(sorted(kept.items()))
     if body:

@@ -11,6 +11,7 @@ after its first event, a tool call whose arguments break their schema inside a 2
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import time
@@ -62,11 +63,16 @@ class _Exchange:
         self.request = request
         url = request.url
         self.kind, self.name = name_of(request.method, url.path)
-        query = list(url.params.multi_items())
+        query = list(url.params.multi_items()) if url.query else []
         self.args = request_args(request.method, url.path, query, request.headers, body, owner.keep)
-        digest = hashlib.sha256(body).hexdigest()
-        self.identity = f"{request.method} {url} {digest}"
+        self.body = body
         self.plan: CallPlan | None = None
+
+    @functools.cached_property
+    def identity(self) -> str:
+        """Which request this is, to see a client's retry of it (computed only when needed)."""
+        digest = hashlib.sha256(self.body).hexdigest()
+        return f"{self.request.method} {self.request.url} {digest}"
 
     @property
     def deck(self) -> Deck:
@@ -74,7 +80,8 @@ class _Exchange:
 
     def begin(self) -> CallPlan:
         """Account for a client's wait before this retry, then decide the call."""
-        self.owner.waited_before(self.identity)
+        if self.owner.has_failures():
+            self.owner.waited_before(self.identity)
         self.plan = self.deck._begin(
             self.kind, self.name, self.args, SCHEMA_DEFAULT, None, None, shaped=SHAPED
         )
@@ -262,6 +269,10 @@ class _Base:
         self.inner = transport
         self.keep = KEEP_REQUEST_HEADERS | frozenset(h.lower() for h in keep_headers)
         self._failures: dict[str, float] = {}
+
+    def has_failures(self) -> bool:
+        """Whether some request failed and its retry may still come."""
+        return bool(self._failures)
 
     def failed(self, identity: str) -> None:
         """Remember when a request failed, to see how long its client waits to retry."""
