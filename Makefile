@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/python -m faultdeck.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/mypy
 
 test: lint

@@ -1,0 +1,112 @@
+"""Interleaved timing: the contenders of one comparison take turns in one process.
+
+    warm-up: each contender runs once, untimed (a slow peer may skip it)
+    repetition r: A, B, C … each prepared (untimed), run (timed, gc off), torn down (untimed)
+    result: each contender's samples; comparisons use their medians
+
+Taking turns spreads drift (frequency scaling, a neighbour's load, a warming cache) over
+every contender alike instead of loading it onto whichever ran last.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+Body = Callable[[], object]
+"""The timed section: one run of the loop being measured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    """One side of a comparison.
+
+    Args:
+        name: how the results name it.
+        prepare: a context manager whose value is the timed body; entering it (opening a
+            cassette, starting a client) and leaving it (closing them) are not timed.
+        reps: at most this many repetitions, for a peer too slow to run as often as the
+            others; ``None`` runs every repetition.
+        warmup: run it once, untimed, before the repetitions.
+        per_run: how many operations one of its runs does, when not the comparison's.
+    """
+
+    name: str
+    prepare: Callable[[], AbstractContextManager[Body]]
+    reps: int | None = None
+    warmup: bool = True
+    per_run: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """A contender's timed runs.
+
+    Attributes:
+        name: the contender.
+        samples_ns: each repetition's duration, in nanoseconds, in the order they ran.
+        per_run: how many operations (calls, replays) one run does.
+    """
+
+    name: str
+    samples_ns: tuple[int, ...]
+    per_run: int
+
+    @property
+    def median_ns(self) -> float:
+        """The median duration of one run."""
+        return float(statistics.median(self.samples_ns))
+
+    @property
+    def per_op_us(self) -> float:
+        """The median run's duration per operation, in microseconds."""
+        return self.median_ns / self.per_run / 1000
+
+    @property
+    def per_second(self) -> float:
+        """Operations per second at the median run's duration."""
+        return self.per_run / (self.median_ns / 1e9)
+
+    @property
+    def reps(self) -> int:
+        """How many timed runs there were."""
+        return len(self.samples_ns)
+
+
+def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> dict[str, Timing]:
+    """Time each contender ``reps`` times, taking turns: A, B, A, B …; medians reported.
+
+    Args:
+        contenders: the sides of the comparison, in the order each repetition runs them.
+        reps: repetitions per contender (a contender's own ``reps`` may lower it).
+        per_run: how many operations one run does, for per-operation figures (a
+            contender's own ``per_run`` overrides it).
+    """
+    for contender in contenders:
+        if contender.warmup:
+            _run(contender)
+    samples: dict[str, list[int]] = {c.name: [] for c in contenders}
+    for rep in range(reps):
+        for contender in contenders:
+            if contender.reps is None or rep < contender.reps:
+                samples[contender.name].append(_run(contender))
+    return {
+        c.name: Timing(c.name, tuple(samples[c.name]), c.per_run or per_run) for c in contenders
+    }
+
+
+def _run(contender: Contender) -> int:
+    with contender.prepare() as body:
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.perf_counter_ns()
+            body()
+            elapsed = time.perf_counter_ns() - started
+        finally:
+            gc.enable()
+    return elapsed

@@ -1,0 +1,274 @@
+"""Row 1: replaying N chat completions through an ``httpx.Client``, three ways.
+
+    faultdeck   httpx.Client(transport=fd.http.Transport(deck)), deck replaying a cassette
+    vcrpy       httpx.Client() under vcr.use_cassette(record_mode="none"), default matchers
+                and with body matching
+    floor       httpx.Client(transport=httpx.MockTransport(handler)) answering canned bytes:
+                the least any in-process HTTP replay can cost
+
+Each tool replays what it recorded itself, once beforehand, from the same local server.
+vcrpy patches httpx's transports (``MockTransport`` among them) while a cassette is in
+use, so every faultdeck and floor run first checks that no patch is active.
+
+vcrpy with body matching compares the i-th request with every recorded one before it,
+twice (``can_play_response_for``, then ``play_response``), and a failed comparison formats
+its failure report: a full run at N=2,000 takes minutes. Where the plan says so, it is
+timed on an evenly spaced sample of the N requests against the whole N-call cassette. The
+i-th request's cost depends only on i (the interactions before it never match its body,
+played or not), so the sample's mean per call estimates the whole loop's; at N=500 both
+are timed, to show how close the estimate comes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import vcr
+
+import faultdeck as fd
+from faultdeck.http import Transport
+
+from ._results import Goal, at_least, at_most
+from ._server import REQUEST_HEADERS, RESPONSE_HEADERS, completion, request_bodies, serving
+from ._timing import Body, Contender, Timing, interleave
+
+FAULTDECK = "faultdeck"
+FLOOR = "floor (MockTransport)"
+VCR_DEFAULT = "vcrpy, default matchers"
+VCR_BODY = "vcrpy, + body matcher"
+VCR_BODY_SAMPLED = "vcrpy, + body matcher, sampled"
+CONTENDERS = (FAULTDECK, FLOOR, VCR_DEFAULT, VCR_BODY, VCR_BODY_SAMPLED)
+
+_BODY_MATCH = ["method", "scheme", "host", "port", "path", "query", "body"]
+_UNPATCHED = (httpx.HTTPTransport.handle_request, httpx.MockTransport.handle_request)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How each size is timed.
+
+    Args:
+        sizes: the three N, small to large (the goals speak of 100, 500 and 2,000).
+        reps: timed runs per size for faultdeck and the floor.
+        default_reps: timed runs per size for vcrpy with its default matchers.
+        body_reps: timed runs per size for vcrpy with body matching.
+        vcr_warmup: sizes at which vcrpy gets an untimed warm-up run; at the others, the
+            smaller sizes, run before them in the same process, have warmed its code.
+        body_full: sizes at which vcrpy with body matching replays all N calls.
+        body_sample: sizes at which it is (also) timed on this many evenly spaced calls.
+    """
+
+    sizes: tuple[int, int, int]
+    reps: Mapping[int, int]
+    default_reps: Mapping[int, int]
+    body_reps: Mapping[int, int]
+    vcr_warmup: frozenset[int]
+    body_full: frozenset[int]
+    body_sample: Mapping[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """One size's cassettes and requests."""
+
+    n: int
+    url: str
+    bodies: list[bytes]
+    faultdeck: Path
+    vcrpy: Path
+
+
+def run(plan: Plan, workdir: Path) -> dict[int, dict[str, Timing]]:
+    """Record each size once with both tools, then time the replays; timings by size."""
+    with serving() as url:
+        recorded = [_record(n, url, workdir) for n in plan.sizes]
+    return {
+        rec.n: interleave(_contenders(plan, rec), reps=plan.reps[rec.n], per_run=rec.n)
+        for rec in recorded
+    }
+
+
+def _contenders(plan: Plan, rec: Recorded) -> list[Contender]:
+    n = rec.n
+    warm = n in plan.vcr_warmup
+    reps = plan.body_reps[n]
+    found = [
+        Contender(FAULTDECK, lambda: _faultdeck(rec)),
+        Contender(FLOOR, lambda: _floor(rec)),
+        Contender(VCR_DEFAULT, lambda: _vcrpy(rec, None, rec.bodies), plan.default_reps[n], warm),
+    ]
+    if n in plan.body_full:
+        found.append(Contender(VCR_BODY, lambda: _vcrpy(rec, _BODY_MATCH, rec.bodies), reps, warm))
+    sample = plan.body_sample.get(n)
+    if sample:
+        step = n / sample
+        bodies = [rec.bodies[int(step * k + step / 2)] for k in range(sample)]
+        found.append(
+            Contender(
+                VCR_BODY_SAMPLED, lambda: _vcrpy(rec, _BODY_MATCH, bodies), reps, warm, sample
+            )
+        )
+    return found
+
+
+def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]:
+    """Rows 1.1 to 1.8."""
+    small, medium, large = plan.sizes
+    found: list[Goal] = []
+    for row, n in (("1.1", small), ("1.2", medium), ("1.3", large)):
+        ours, floor = results[n][FAULTDECK], results[n][FLOOR]
+        found.append(
+            at_most(
+                row,
+                f"HTTP replay, N={n:,}: faultdeck / floor",
+                f"faultdeck {_us(ours)}, floor {_us(floor)}",
+                ours.median_ns / floor.median_ns,
+                1.5,
+                f"{ours.reps} each",
+            )
+        )
+    for row, matching, n, limit in (
+        ("1.4", "default matchers", medium, 20),
+        ("1.5", "default matchers", large, 50),
+        ("1.6", "body matching", medium, 20),
+        ("1.7", "body matching", large, 50),
+    ):
+        ours = results[n][FAULTDECK]
+        peer = VCR_DEFAULT if matching == "default matchers" else _body(results[n])
+        theirs = results[n][peer]
+        runs = f"vcrpy {theirs.reps}, faultdeck {ours.reps}"
+        if peer == VCR_BODY_SAMPLED:
+            runs += f"; vcrpy timed on {theirs.per_run:,} evenly spaced calls of {n:,}"
+        found.append(
+            at_least(
+                row,
+                f"HTTP replay, N={n:,}: vcrpy ({matching}) / faultdeck",
+                f"vcrpy {_us(theirs)}, faultdeck {_us(ours)}",
+                theirs.per_op_us / ours.per_op_us,
+                limit,
+                runs,
+            )
+        )
+    first, last = results[small][FAULTDECK], results[large][FAULTDECK]
+    found.append(
+        at_most(
+            "1.8",
+            f"HTTP replay: faultdeck per call, N={large:,} / N={small:,}",
+            f"{_us(last)} at N={large:,}, {_us(first)} at N={small:,}",
+            last.per_op_us / first.per_op_us,
+            1.5,
+            f"{last.reps}, {first.reps}",
+        )
+    )
+    return found
+
+
+def details(results: Mapping[int, Mapping[str, Timing]]) -> tuple[list[str], list[list[str]]]:
+    """Per-call medians of every contender at every size, as a table's header and rows."""
+    header = ["contender", *(f"N={n:,}: µs/call (runs)" for n in results)]
+    rows = []
+    for name in CONTENDERS:
+        cells = []
+        for timings in results.values():
+            timing = timings.get(name)
+            if timing is None:
+                cells.append("—")
+            else:
+                sampled = f", {timing.per_run:,} calls" if name == VCR_BODY_SAMPLED else ""
+                cells.append(f"{timing.per_op_us:,.1f} ({timing.reps}{sampled})")
+        rows.append([name, *cells])
+    return header, rows
+
+
+def _body(timings: Mapping[str, Timing]) -> str:
+    """The body-matching figure a goal uses: the full run's when there is one."""
+    return VCR_BODY if VCR_BODY in timings else VCR_BODY_SAMPLED
+
+
+def _us(timing: Timing) -> str:
+    return f"{timing.per_op_us:,.1f} µs/call"
+
+
+# -- recording, once per size ----------------------------------------------------------------
+
+
+def _record(n: int, url: str, workdir: Path) -> Recorded:
+    bodies = request_bodies(n)
+    ours = workdir / f"http-{n}.jsonl"
+    theirs = workdir / f"http-{n}.yaml"
+    _check_unpatched()
+    with (
+        fd.Deck(ours, mode="record") as deck,
+        httpx.Client(transport=Transport(deck), trust_env=False) as client,
+    ):
+        for content in bodies:
+            client.post(url, content=content, headers=REQUEST_HEADERS).raise_for_status()
+    with (
+        vcr.VCR(record_mode="all").use_cassette(str(theirs)),
+        httpx.Client(trust_env=False) as client,
+    ):
+        for content in bodies:
+            client.post(url, content=content, headers=REQUEST_HEADERS).raise_for_status()
+    _check_unpatched()
+    return Recorded(n, url, bodies, ours, theirs)
+
+
+# -- the contenders: each yields its timed loop ----------------------------------------------
+
+
+def _loop(client: httpx.Client, url: str, bodies: list[bytes]) -> Body:
+    post = client.post
+
+    def replay() -> None:
+        for content in bodies:
+            post(url, content=content, headers=REQUEST_HEADERS)
+
+    return replay
+
+
+@contextmanager
+def _faultdeck(rec: Recorded) -> Iterator[Body]:
+    _check_unpatched()
+    deck = fd.Deck(rec.faultdeck, mode="replay", clock=fd.VirtualClock())
+    deck.open()
+    with httpx.Client(transport=Transport(deck), trust_env=False) as client:
+        yield _loop(client, rec.url, rec.bodies)
+    deck.close()
+    report = deck.report()
+    if report.unused or report.misses or report.used != rec.n:
+        raise AssertionError(f"faultdeck did not replay all {rec.n} calls: {report}")
+
+
+@contextmanager
+def _floor(rec: Recorded) -> Iterator[Body]:
+    _check_unpatched()
+    content = completion()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=content, headers=RESPONSE_HEADERS)
+
+    with httpx.Client(transport=httpx.MockTransport(handler), trust_env=False) as client:
+        yield _loop(client, rec.url, rec.bodies)
+
+
+@contextmanager
+def _vcrpy(rec: Recorded, match_on: list[str] | None, bodies: list[bytes]) -> Iterator[Body]:
+    recorder = vcr.VCR(record_mode="none", **({"match_on": match_on} if match_on else {}))
+    with (
+        httpx.Client(trust_env=False) as client,
+        recorder.use_cassette(str(rec.vcrpy)) as cassette,
+    ):
+        yield _loop(client, rec.url, bodies)
+        if cassette.play_count != len(bodies):
+            raise AssertionError(f"vcrpy played {cassette.play_count} of {len(bodies)} calls")
+    _check_unpatched()
+
+
+def _check_unpatched() -> None:
+    now = (httpx.HTTPTransport.handle_request, httpx.MockTransport.handle_request)
+    if now != _UNPATCHED:
+        raise RuntimeError("vcrpy's patch of httpx is active outside a vcrpy measurement")
