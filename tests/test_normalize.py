@@ -194,3 +194,24 @@ def test_append_after_a_replayed_prefix_keeps_ids_consistent(tmp_path: Path) -> 
 def test_non_json_values_raise_argument_error(value: Any) -> None:
     with pytest.raises(fd.ArgumentError, match=r"^args"):
         norm(value)
+
+
+def test_ids_learned_late_keep_the_order_the_outputs_came_in(tmp_path: Path) -> None:
+    # Outputs' ids are learned only when a later call could send one back; the numbering
+    # must still follow the outputs' order, not the order the ids are first needed.
+    path = tmp_path / "ids.jsonl"
+    outputs = [{"id": "call_aaaaaaaa1"}, {"id": "call_bbbbbbbb2"}, {"id": "call_cccccccc3"}]
+    with fd.Deck(path, mode="record") as deck:
+        for i, out in enumerate(outputs):
+            deck.call("tool", "make", {"n": i}, lambda out=out: out)
+        deck.call("tool", "use", {"ref": "call_cccccccc3"}, lambda: 1)
+        deck.call("tool", "use", {"ref": "call_aaaaaaaa1"}, lambda: 1)
+    args = [e.args for e in fd.load(path).entries[3:]]
+    assert args == [{"ref": "«id:3»"}, {"ref": "«id:1»"}]
+    # Strict: keyed matching would let the two `use` calls answer each other.
+    with fd.Deck(path, mode="replay", match="strict") as deck:
+        for i in range(3):
+            deck.call("tool", "make", {"n": i}, never)
+        deck.call("tool", "use", {"ref": "call_cccccccc3"}, never)
+        deck.call("tool", "use", {"ref": "call_aaaaaaaa1"}, never)
+    assert deck.report().ok

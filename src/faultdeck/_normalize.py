@@ -72,6 +72,8 @@ _PROVIDER_NAMES = (
     "mcpr",
 )
 _PROVIDER_ID = re.compile(rf"(?:{'|'.join(_PROVIDER_NAMES)})[-_][A-Za-z0-9_-]{{6,}}")
+_ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]{8,}")
+_DIGIT = re.compile(r"\d")
 _GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
 _DATETIME = re.compile(
     r"(\d{4}-\d{2}-\d{2})([T ])(\d{2}:\d{2}(?::\d{2})?)(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"
@@ -119,10 +121,13 @@ def looks_like_id(value: str, field_name: str | None) -> bool:
 class IdMap:
     """Consistent renaming of volatile ids within one run, in order of first appearance."""
 
-    __slots__ = ("_names",)
+    __slots__ = ("_names", "_pending")
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
+        # Outputs whose ids are learned only when a later call could send one back: most
+        # answers are never looked into, and the numbering comes out the same.
+        self._pending: list[Any] = []
 
     def __len__(self) -> int:
         return len(self._names)
@@ -143,6 +148,21 @@ class IdMap:
         """Give placeholders to ids found in an output, in order."""
         for raw in ids:
             self.name(raw)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether outputs wait to have their ids learned."""
+        return bool(self._pending)
+
+    def defer(self, output: Any) -> None:
+        """Remember an output whose ids are learned when they may be needed (``drain``)."""
+        self._pending.append(output)
+
+    def drain(self, collect: Callable[[Any], list[str]]) -> None:
+        """Learn the ids of every remembered output, in the order they came."""
+        pending, self._pending = self._pending, []
+        for output in pending:
+            self.learn(collect(output))
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +281,8 @@ class Normalizer:
         config = self._config
         n = len(value)
         if config.ids:
+            if ids.waiting and n >= 8 and _could_be_id(value):
+                ids.drain(self.output_ids)
             known = ids.get(value)
             if known is not None:
                 return known
@@ -398,6 +420,15 @@ def check_json(value: Any, where: str) -> None:
 
 def _is_epoch(value: float) -> bool:
     return _EPOCH_S[0] <= value < _EPOCH_S[1] or _EPOCH_MS[0] <= value < _EPOCH_MS[1]
+
+
+def _could_be_id(value: str) -> bool:
+    """Whether ``value`` has the shape of some id an output could have handed out."""
+    return bool(
+        (len(value) == 36 and _UUID.fullmatch(value))
+        or value.startswith(_PROVIDER_PREFIXES)
+        or (_ID_CHARS.fullmatch(value) and _DIGIT.search(value))
+    )
 
 
 def _collect_ids(value: Any, field_name: str | None, found: list[str]) -> None:

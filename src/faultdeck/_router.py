@@ -264,7 +264,7 @@ class Router:
             else:
                 self._log.append(plan.record("replay", entry.seq, entry.ms))
                 if entry.result == "out":
-                    self._ids.learn(self._normalizer.output_ids(entry.value))
+                    self._ids.defer(entry.value)
         if entry.result == "error":
             raise error_from_json(entry.value)
         value = entry.value
@@ -314,6 +314,9 @@ class Router:
             check_json(value, f"out of {plan.kind} {plan.name} at seq {plan.seq}")
             stored_value = self._normalizer.scrub_output(value, plan.seq)
         with self._lock:
+            # The caller holds this very object and may change it: learn its ids now (after
+            # any earlier outputs still waiting, to keep their order).
+            self._ids.drain(self._normalizer.output_ids)
             self._ids.learn(self._normalizer.output_ids(value))
             self._write(plan, "out", stored_value, ms)
             self._log.append(plan.record("live", ms=ms))
@@ -363,7 +366,7 @@ class Router:
         """
         with self._lock:
             if learn is not ABSENT:
-                self._ids.learn(self._normalizer.output_ids(learn))
+                self._ids.defer(learn)
             if plan.write:
                 self._write(plan, result, stored, ms)
             self._log.append(
@@ -387,7 +390,7 @@ class Router:
         with self._lock:
             self.index.serve(entry)
             if learn is not ABSENT:
-                self._ids.learn(self._normalizer.output_ids(learn))
+                self._ids.defer(learn)
             self._log.append(
                 plan.record(
                     "replay",
