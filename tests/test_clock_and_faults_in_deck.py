@@ -119,3 +119,13 @@ def test_from_env_reads_a_fault_plan(tmp_path: Path) -> None:
     with pytest.raises(fd.TransientError):
         deck.call("tool", "t", {}, lambda: 1)
     deck.close()
+
+
+def test_a_deck_takes_a_plan_file(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[[faults]]\nfault = "timeout"\nat = 1\n', "utf-8")
+    with fd.Deck(tmp_path / "x.jsonl", mode="off", faults=plan) as deck:
+        with pytest.raises(fd.TransientError):
+            deck.call("tool", "t", {}, lambda: 1)
+    with pytest.raises(fd.ConfigError, match=r"nope\.json: no such fault plan"):
+        fd.Deck(tmp_path / "x.jsonl", mode="off", faults=str(tmp_path / "nope.json"))

@@ -271,22 +271,28 @@ def _entry(obj: dict[str, Any], path: str, number: int) -> Entry:
     ):
         name: Any = get("name")
         if type(name) is str and name:
-            return Entry(
-                seq,
-                kind,
-                name,
-                key,
-                obj["args"],
-                "out",
-                obj["out"],
-                ms,
-                get("step"),
-                get("schema", SCHEMA_DEFAULT),
-                get("meta"),
-                get("fault"),
-                number,
-            )
+            return _build(obj, "out", number)
     return _checked_entry(obj, path, number)
+
+
+def _build(obj: dict[str, Any], result: str, number: int) -> Entry:
+    """The entry of a line already checked."""
+    get = obj.get
+    return Entry(
+        obj["seq"],
+        obj["kind"],
+        obj["name"],
+        obj["key"],
+        obj["args"],
+        result,  # type: ignore[arg-type]
+        obj[result],
+        get("ms", 0),
+        get("step"),
+        get("schema", SCHEMA_DEFAULT),
+        get("meta"),
+        get("fault"),
+        number,
+    )
 
 
 def _checked_entry(obj: dict[str, Any], path: str, number: int) -> Entry:
@@ -325,22 +331,7 @@ def _checked_entry(obj: dict[str, Any], path: str, number: int) -> Entry:
     ms = obj.get("ms", 0)
     if type(ms) not in (int, float) or ms < 0:
         raise CassetteCorrupt(path, number, f"seq {seq}: ms {ms!r} is not a duration", _RESTORE)
-    schema = obj.get("schema", SCHEMA_DEFAULT)
-    return Entry(
-        seq,
-        kind,
-        name,
-        key,
-        obj["args"],
-        result,  # type: ignore[arg-type]
-        value,
-        ms,
-        obj.get("step"),
-        schema,
-        obj.get("meta"),
-        obj.get("fault"),
-        number,
-    )
+    return _build(obj, result, number)
 
 
 def dumps_line(obj: Any) -> bytes:

@@ -48,8 +48,9 @@ class Deck:
         mode: ``replay`` (default), ``record``, ``once``, ``append``, ``resume`` or ``off``.
         match: ``keyed`` (default; tolerates reordering) or ``strict`` (seq must agree too).
         clock: where durations are read and waits happen; ``SystemClock()`` by default.
-        faults: a ``FaultPlan`` (or a list of faults) injected in every mode: on replay on
-            top of the recording, on record in front of the live call (recorded as injected).
+        faults: a ``FaultPlan``, a list of faults, or a plan file (JSON or TOML), injected in
+            every mode: on replay on top of the recording, on record in front of the live call
+            (recorded as injected).
         latency: ``"recorded"`` to sleep each replayed call's recorded duration on the clock.
         allow_side_effects: let side-effecting tools run while recording.
         durability: ``flush`` (default) or ``fsync`` each line before the call returns.
@@ -74,7 +75,7 @@ class Deck:
         mode: str | None = None,
         match: str | None = None,
         clock: Clock | None = None,
-        faults: FaultPlan | Iterable[Fault] | None = None,
+        faults: FaultPlan | Iterable[Fault] | str | os.PathLike[str] | None = None,
         latency: str | None = None,
         allow_side_effects: bool = False,
         durability: Durability | None = None,
@@ -106,7 +107,9 @@ class Deck:
         redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
         self._public_env = frozenset(public_env) | frozenset(self._settings.public_env)
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
-        if faults is not None and not isinstance(faults, FaultPlan):
+        if isinstance(faults, (str, os.PathLike)):
+            faults = FaultPlan.load(faults)
+        elif faults is not None and not isinstance(faults, FaultPlan):
             faults = FaultPlan(faults)
         self.faults: FaultPlan | None = faults
         # The run's state, and its one lock, live in the router.
