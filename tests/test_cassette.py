@@ -166,6 +166,8 @@ def test_each_line_is_on_disk_before_the_call_returns(tmp_path: Path) -> None:
     deck = fd.Deck(path, mode="record")
     deck.open()
     deck.call("tool", "t", {"x": 1}, lambda: 1)
-    # Another reader sees the line while the deck is still open.
-    assert len(path.read_text("utf-8").splitlines()) == 2
+    # Another reader sees the line while the deck is still open (after the call's intent).
+    lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    assert [next(iter(line)) for line in lines] == ["faultdeck", "begin", "seq"]
+    assert fd.load(path).entries[0].value == 1
     deck.close()

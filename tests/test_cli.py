@@ -12,6 +12,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck._redact import PATTERNS
+from plants import one_per_pattern
 
 EXE = str(Path(sys.executable).parent / "faultdeck")
 SRC = str(Path(fd.__file__).parent.parent)
@@ -161,32 +162,14 @@ def test_show_text_and_json(tmp_path: Path) -> None:
     assert "search" in done.stdout
     assert "QuotaExhausted (status 429, retry_after 2.0, code rate_limit_exceeded)" in done.stdout
     assert "fault: quota" in done.stdout
-    assert "interrupted: no end line after 2 calls" in done.stdout
+    assert "interrupted: the run stopped after 2 calls without closing" in done.stdout
     data = json.loads(run("show", str(path), "--format", "json").stdout)
     assert data["interrupted"] is True
     assert [c["seq"] for c in data["calls"]] == [1, 2]
 
 
 def planted_lines() -> dict[str, str]:
-    body = "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
-    pieces = {
-        "openai_key": "sk-" + "proj-" + body,
-        "anthropic_key": "sk-" + "ant-" + "api03-" + body + body,
-        "aws_access_key_id": "AK" + "IA" + "ABCDEFGHIJ234567",
-        "aws_secret_access_key": "aws_secret_access_key=" + (body + "abcd")[:40],
-        "github_token": "gh" + "p_" + body,
-        "slack_token": "xo" + "xb-" + "123456789012-" + body,
-        "slack_webhook": "https://hooks." + "slack.com/services/T0000/B0000/" + body,
-        "google_api_key": "AI" + "za" + (body + "x")[:35],
-        "jwt": "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NSJ9" + "." + body,
-        "pem_private_key": "-----BEGIN RSA PRIVATE"
-        + " KEY-----\\n"
-        + body
-        + "\\n-----END RSA "
-        + "PRIVATE KEY-----",
-        "bearer": "Authorization: Bearer " + body,
-        "secret_assignment": "client_secret=" + body,
-    }
+    pieces = {name: plant.text for name, plant in one_per_pattern().items()}
     assert set(pieces) == {p.name for p in PATTERNS}, "a pattern has no planted secret here"
     return pieces
 
@@ -203,8 +186,8 @@ def test_scan_finds_every_pattern_and_never_prints_the_secret(tmp_path: Path) ->
     assert done.returncode == 1
     for number, name in enumerate(names, start=1):
         assert f"leaky.jsonl:{number}: {name}" in done.stdout
-    for secret in pieces.values():
-        assert secret not in done.stdout + done.stderr
+    for plant in one_per_pattern().values():
+        assert plant.secret not in done.stdout + done.stderr
 
 
 def test_scan_of_a_clean_cassette_exits_0(pair: tuple[Path, Path]) -> None:

@@ -97,7 +97,7 @@ def test_a_changed_schema_version_is_explained(tmp_path: Path) -> None:
     with fd.Deck(path, mode="replay") as deck, pytest.raises(fd.ReplayMiss) as info:
         deck.call("tool", "t", {"a": 1}, never, schema="v2")
     assert info.value.diff == ()
-    assert "args are equal; the schema version or the name differs" in str(info.value)
+    assert "args are equal; the schema version differs: recorded 'v1', now 'v2'" in str(info.value)
 
 
 def test_misses_are_in_the_report(cassette: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck._redact import PATTERNS
+from plants import one_per_pattern
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -165,6 +166,13 @@ SAMPLES: dict[str, Sample] = {
 }
 
 
+# Every other shape of the table, as tests/plants.py plants it, in its own context.
+for _name, _plant in one_per_pattern().items():
+    if not any(sample.pattern == _name for sample in SAMPLES.values()):
+        _context = _plant.text.replace(_plant.secret, "{}", 1)
+        SAMPLES[_name] = Sample(_name, _plant.secret, sentence=f"please note {_context} today")
+
+
 def test_every_pattern_the_redactor_knows_has_a_sample() -> None:
     known = {pattern.name for pattern in PATTERNS}
     planted = {sample.pattern for sample in SAMPLES.values()}
@@ -276,7 +284,7 @@ def test_credential_headers_are_never_written_and_do_not_change_the_key(
     args = {"method": "POST", "headers": headers, "body": {"q": "hello"}}
     path = tmp_path / "headers.jsonl"
     with fd.Deck(path, mode="record", on_harness_change="ignore") as deck:
-        out = deck.call("http", "api.search", args, lambda: {"hits": 2, "headers": headers})
+        out = deck.call("tool", "api.search", args, lambda: {"hits": 2, "headers": headers})
         assert out["hits"] == 2
 
     data = path.read_bytes()
@@ -298,7 +306,7 @@ def test_credential_headers_are_never_written_and_do_not_change_the_key(
     other["Cookie"] = "session=" + rand("hdr-session-2", ALNUM, 32)
 
     with fd.Deck(path, mode="replay", on_harness_change="ignore") as deck:
-        replayed = deck.call("http", "api.search", {**args, "headers": other}, no_live)
+        replayed = deck.call("tool", "api.search", {**args, "headers": other}, no_live)
         report = deck.report()
     assert replayed == {"hits": 2, "headers": {"Accept": "application/json"}}
     assert report.misses == ()

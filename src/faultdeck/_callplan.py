@@ -3,7 +3,7 @@
 The deck decides a plan as a call begins (its seq, its key, the answer from the recording
 or a live run, the fault injected) and fills it in as the call goes on. Whatever happens,
 the log gets a ``CallRecord``; a call that runs live while recording also gets an
-``Entry``, redacted, for the cassette.
+``Entry`` for the cassette, made of values already redacted.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._cassette import Entry
 from ._faults import Fault
+from ._format import Entry, Intent
 from ._report import CallRecord, Source
 
 
@@ -34,6 +34,13 @@ class CallPlan:
         write: whether it runs live and is recorded.
         started: the clock's reading when the call began.
         fault: the fault injected at it, if any.
+        fault_applied: the answer from the recording already carries ``fault`` (the call
+            was recorded under it), so it is not applied again.
+        resumes: the intent of the call, in flight at a kill, that this call runs again.
+        in_doubt: ``resumes`` had side effects: the call may have run already.
+        skipped: an in-doubt call that was not run again (``on_in_doubt="skip"``).
+        idempotency_key: the key a side-effecting call runs with, once it starts.
+        intent: whether its ``begin`` line was written.
     """
 
     seq: int
@@ -48,6 +55,12 @@ class CallPlan:
     write: bool
     started: float = 0.0
     fault: Fault | None = None
+    fault_applied: bool = False
+    resumes: Intent | None = None
+    in_doubt: bool = False
+    skipped: bool = False
+    idempotency_key: str | None = None
+    intent: bool = False
 
     def record(
         self,
@@ -76,13 +89,13 @@ class CallPlan:
         *,
         fault: Any = None,
     ) -> Entry:
-        """This call as the cassette stores it; args, value and meta go through ``redact``.
+        """This call as the cassette stores it.
 
         Args:
             result: ``out``, ``error`` or ``stream``.
-            value: what the call returned, or its error as JSON.
+            value: what the call returned, or its error as JSON, already redacted.
             ms: how long it took.
-            redact: masks secrets before anything is written.
+            redact: masks secrets in ``meta`` (args were redacted as they were keyed).
             fault: the injected fault as JSON; by default the plan's own fault, if any.
         """
         if fault is None and self.fault is not None:
@@ -93,9 +106,9 @@ class CallPlan:
             self.kind,
             self.name,
             self.key,
-            redact(self.args),
+            self.args,
             result,  # type: ignore[arg-type]
-            redact(value),
+            value,
             ms,
             step,
             self.schema,

@@ -1,6 +1,6 @@
-"""The step a call belongs to, carried by a context variable so that the deck can label
-calls without the loop passing the label through every layer (threads and tasks each see
-their own)."""
+"""Context variables: the step a call belongs to, so that the deck can label calls without
+the loop passing the label through every layer (threads and tasks each see their own), and
+the idempotency key of the side-effecting call that is running."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from contextvars import ContextVar
 from typing import Any
 
 _STEP: ContextVar[Any] = ContextVar("faultdeck_step", default=None)
+_IDEMPOTENCY_KEY: ContextVar[str | None] = ContextVar("faultdeck_idempotency_key", default=None)
 
 
 @contextmanager
@@ -29,3 +30,19 @@ def step(label: Any) -> Iterator[None]:
 def current_step() -> Any:
     """The label of the enclosing ``step`` block, or ``None``."""
     return _STEP.get()
+
+
+@contextmanager
+def idempotency(key: str | None) -> Iterator[None]:
+    """Make ``key`` the running call's idempotency key inside the block."""
+    token = _IDEMPOTENCY_KEY.set(key)
+    try:
+        yield
+    finally:
+        _IDEMPOTENCY_KEY.reset(token)
+
+
+def current_idempotency_key() -> str | None:
+    """The idempotency key of the side-effecting call running now, if any: the same key
+    when ``resume`` runs a call again that was in flight at a kill."""
+    return _IDEMPOTENCY_KEY.get()

@@ -25,12 +25,13 @@ from ._canonical import SCHEMA_DEFAULT
 from ._cassette import Durability
 from ._clock import Clock, SystemClock, VirtualClock
 from ._config import MATCHES, MODES, Settings, check_choice
+from ._context import idempotency
 from ._errors import ConfigError, ReplayMiss
 from ._faults import Fault, FaultPlan
 from ._normalize import NormalizeConfig, Normalizer
 from ._redact import Redactor
 from ._report import CallRecord, Report
-from ._router import Router
+from ._router import IN_DOUBT_CHOICES, Router
 from ._session import hash_value
 from ._tools import wrap_tool
 
@@ -66,6 +67,9 @@ class Deck:
         repeats: what a call asked more often than it was recorded gets: ``miss`` (default;
             a retry storm shows as a ``ReplayMiss``) or ``last`` (the last recorded answer
             again, as a rehearsal wants when a fault makes the loop retry a step).
+        replace: a fresh recording over an existing cassette is written beside it and
+            replaces it when the run closes cleanly; ``False`` leaves it finished beside
+            it, for a caller that decides later (``faultdeck record``, by exit status).
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class Deck:
         settings: Settings | None = None,
         on_harness_change: str = "warn",
         repeats: str = "miss",
+        replace: bool = True,
     ) -> None:
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
@@ -103,8 +108,9 @@ class Deck:
         check_choice("repeats", repeats, ("miss", "last"))
         self.clock: Clock = clock or SystemClock()
         self._latency = latency
-        normalizer = Normalizer(normalize or self._default_normalize())
         redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
+        self.redactor = redactor
+        normalizer = Normalizer(normalize or self._default_normalize(), redactor)
         self._public_env = frozenset(public_env) | frozenset(self._settings.public_env)
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         if isinstance(faults, (str, os.PathLike)):
@@ -127,6 +133,7 @@ class Deck:
             environ=self._environ,
             root=self._settings.root,
             on_harness_change=on_harness_change,
+            replace=replace,
         )
 
     def _default_normalize(self) -> NormalizeConfig:
@@ -146,7 +153,9 @@ class Deck:
 
         Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
         fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits) and
-        ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits). Other
+        ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits) and
+        ``FAULTDECK_DEFER_REPLACE`` (``1``: a fresh recording stays beside the cassette when
+        the run ends, for ``faultdeck record`` to move once the program exits 0). Other
         keyword arguments go to ``Deck``.
 
         Raises:
@@ -166,6 +175,8 @@ class Deck:
         check_choice("FAULTDECK_CLOCK", clock_name, ("system", "virtual"))
         if clock_name == "virtual" and "clock" not in kwargs:
             kwargs["clock"] = VirtualClock()
+        if env.get("FAULTDECK_DEFER_REPLACE") == "1":
+            kwargs.setdefault("replace", False)
         deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)
         report_path = env.get("FAULTDECK_REPORT")
         deck.open()
@@ -226,6 +237,7 @@ class Deck:
         schema: str = SCHEMA_DEFAULT,
         side_effect: bool = False,
         dry_run: Callable[[], T] | None = None,
+        on_in_doubt: str = "raise",
         step: Any = None,
         meta: Any = None,
     ) -> T:
@@ -239,6 +251,9 @@ class Deck:
             schema: the tool's schema version; part of the key.
             side_effect: the call changes the world (sends, writes, pays).
             dry_run: runs instead of ``fn`` for a side-effecting call while recording.
+            on_in_doubt: what ``resume`` does with a side-effecting call that was in flight
+                when the run was killed (it may have run): ``raise`` (default;
+                ``CallInDoubt``), ``rerun`` (run it again) or ``skip`` (return ``None``).
             step: the loop's step label, stored with the call.
             meta: free-form data stored with the call, never part of the key.
 
@@ -248,26 +263,33 @@ class Deck:
         Raises:
             ReplayMiss: the cassette has no answer for this call and the mode may not run it.
             SideEffectBlocked: a side-effecting call may not run in this mode.
-            ArgumentError: args (or a live result) hold a value that is not JSON.
+            CallInDoubt: resuming, a side effect in flight at the kill may have run.
+            ArgumentError: args (or a live result) hold a value that is not JSON, or the
+                kind is not one of the four.
+            CassetteWriteError: the disk refused the cassette's line.
         """
+        check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
         plan = self._begin(kind, name, args, schema, step, meta)
         router = self._router
-        if plan.fault is not None:
-            router.inject(plan)
-            self.clock.advance(plan.fault.delay_ms / 1000)
+        fault = plan.fault
+        if fault is not None:
+            if plan.entry is None:
+                router.inject(plan)
+            self.clock.advance(fault.delay_ms / 1000)
         if plan.entry is not None:
             if self._latency == "recorded":
-                self.clock.advance(plan.entry.ms / 1000)
+                self.clock.advance(self._recorded_ms(plan))
             return cast(T, router.serve(plan, plan.entry))
-        runner = router.runner(plan, fn, side_effect, dry_run)
+        runner = router.runner(plan, fn, side_effect, dry_run, on_in_doubt=on_in_doubt)
         started = plan.started  # an injected delay is part of the call's duration
         try:
-            value = runner()
+            with idempotency(plan.idempotency_key):
+                value = runner()
         except Exception as exc:
             router.finish_error(plan, exc, started)
             raise
         router.finish(plan, value, started)
-        return value
+        return cast(T, value)
 
     async def acall(
         self,
@@ -279,28 +301,41 @@ class Deck:
         schema: str = SCHEMA_DEFAULT,
         side_effect: bool = False,
         dry_run: Callable[[], Awaitable[T]] | None = None,
+        on_in_doubt: str = "raise",
         step: Any = None,
         meta: Any = None,
     ) -> T:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
+        check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
         plan = self._begin(kind, name, args, schema, step, meta)
         router = self._router
-        if plan.fault is not None:
-            router.inject(plan)
-            await self.clock.aadvance(plan.fault.delay_ms / 1000)
+        fault = plan.fault
+        if fault is not None:
+            if plan.entry is None:
+                router.inject(plan)
+            await self.clock.aadvance(fault.delay_ms / 1000)
         if plan.entry is not None:
             if self._latency == "recorded":
-                await self.clock.aadvance(plan.entry.ms / 1000)
+                await self.clock.aadvance(self._recorded_ms(plan))
             return cast(T, router.serve(plan, plan.entry))
-        runner = router.runner(plan, fn, side_effect, dry_run)
+        runner = router.runner(plan, fn, side_effect, dry_run, on_in_doubt=on_in_doubt)
         started = plan.started  # an injected delay is part of the call's duration
         try:
-            value = await runner()
+            with idempotency(plan.idempotency_key):
+                awaitable = runner()
+                value = None if awaitable is None else await awaitable
         except Exception as exc:
             router.finish_error(plan, exc, started)
             raise
         router.finish(plan, value, started)
-        return value
+        return cast(T, value)
+
+    @staticmethod
+    def _recorded_ms(plan: CallPlan) -> float:
+        # A delay the recording was made under is in its ms already; it was just applied.
+        delay = plan.fault.delay_ms if plan.fault is not None and plan.fault_applied else 0.0
+        ms = plan.entry.ms if plan.entry is not None else 0.0
+        return max(0.0, ms - delay) / 1000
 
     def env(
         self, name: str, default: str | None = None, *, public: bool | None = None
@@ -319,10 +354,13 @@ class Deck:
         if is_public and any(part in name.upper() for part in _SECRETISH):
             is_public = False
         live = self._environ.get(name)
-        stored: str | None = live if is_public or live is None else hash_value(live)
+        stored: str | None = None
+        if live is not None:
+            stored = self.redactor.redact_text(live) if is_public else hash_value(live)
         plan = self._begin("env", name, {}, SCHEMA_DEFAULT, None, None)
         router = self._router
-        router.inject(plan)
+        if plan.entry is None:
+            router.inject(plan)
         if plan.entry is None:
             router.finish(plan, stored, self.clock.now(), stored_value=stored)
             return default if live is None else live
@@ -352,6 +390,8 @@ class Deck:
         schema_version: str = SCHEMA_DEFAULT,
         side_effect: bool = False,
         dry_run: Callable[..., Any] | None = None,
+        on_in_doubt: str = "raise",
+        idempotency_key: str | None = None,
     ) -> Any:
         """Decorate a function (sync or async) so each call is a ``tool`` boundary call.
 
@@ -362,7 +402,14 @@ class Deck:
             schema_version: part of the key: changing a tool's shape fails loudly.
             side_effect: the tool changes the world; it never runs in replay.
             dry_run: a stand-in with the same signature that runs instead while recording.
+            on_in_doubt: what ``resume`` does when this tool was in flight at a kill and may
+                have run: ``raise`` (default), ``rerun`` or ``skip``; see ``Deck.call``.
+            idempotency_key: the name of a keyword parameter through which the tool
+                receives a key that stays the same when ``resume`` runs it again; pass it to
+                the service (an ``Idempotency-Key`` header), and a call in doubt runs again
+                safely. It is not part of the call's args.
         """
+        check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
 
         def wrap(func: F) -> F:
             return wrap_tool(
@@ -372,6 +419,8 @@ class Deck:
                 schema_version=schema_version,
                 side_effect=side_effect,
                 dry_run=dry_run,
+                on_in_doubt=on_in_doubt,
+                idempotency_key=idempotency_key,
             )
 
         return wrap(fn) if fn is not None else wrap

@@ -9,6 +9,7 @@ original type's name, so a cassette never makes faultdeck import code.
 from __future__ import annotations
 
 import builtins
+import socket
 import sys
 from typing import Any
 
@@ -31,6 +32,29 @@ def error_to_json(exc: BaseException) -> dict[str, Any]:
     if isinstance(code, str):
         obj["code"] = code
     return obj
+
+
+# Errors that mean the far side was never reached: no connection, no name. Matched by class
+# name and module anywhere in the chain, so httpx's, httpx2's, httpcore's and the SDKs'
+# wrappers (openai.APIConnectionError caused by an httpx.ConnectError) are all seen.
+_UNREACHED = frozenset({"ConnectError", "ConnectTimeout"})
+_UNREACHED_MODULES = ("httpx", "httpx2", "httpcore", "httpcore2")
+
+
+def unreached(exc: BaseException) -> bool:
+    """Whether ``exc`` says the call never reached the world (connection refused, DNS
+    failure, no connection in time): an outage, not an answer to record."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (ConnectionRefusedError, socket.gaierror)):
+            return True
+        cls = type(current)
+        if cls.__name__ in _UNREACHED and cls.__module__.split(".")[0] in _UNREACHED_MODULES:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def error_from_json(obj: dict[str, Any]) -> Exception:

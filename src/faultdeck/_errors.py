@@ -8,8 +8,10 @@ Exception
     │   ├── CassetteNotFound
     │   ├── CassetteCorrupt
     │   ├── CassetteVersionError
-    │   └── CassetteLocked
+    │   ├── CassetteLocked
+    │   └── CassetteWriteError     the disk refused a write (full, size limit, permissions)
     ├── SideEffectBlocked          a side-effecting tool that may not run here
+    ├── CallInDoubt                resume: a side effect in flight at a kill may have run
     └── BoundaryError              what a boundary raises; loops catch these
         ├── QuotaExhausted
         ├── TransientError
@@ -91,6 +93,14 @@ class CassetteLocked(CassetteError):
     """Another writer holds the cassette's lock file."""
 
 
+class CassetteWriteError(CassetteError):
+    """The cassette could not be written (disk full, file size limit, permission denied).
+
+    The deck stops writing and lets go of its lock; the calls made so far stay in its
+    report, and a cassette it was replacing is left as it was.
+    """
+
+
 class ReplayMiss(BaseException):
     """A call that the cassette has no answer for.
 
@@ -132,6 +142,32 @@ class ReplayMiss(BaseException):
 
 class SideEffectBlocked(FaultdeckError):
     """A side-effecting tool was about to run where it must not."""
+
+
+class CallInDoubt(FaultdeckError):
+    """``resume`` met a side-effecting call that was in flight when the run was killed.
+
+    It may have run (its intent was written) but its answer never was, so running it again
+    could do it twice. It runs again only when the tool said how to resolve it:
+    ``on_in_doubt="rerun"`` or ``"skip"``, or an idempotency key it receives.
+
+    Attributes:
+        seq: the call's seq in this run.
+        kind: its kind.
+        name: its name.
+        key: its key.
+        line: the line of its intent in the cassette.
+    """
+
+    def __init__(
+        self, message: str, *, seq: int, kind: str, name: str, key: str, line: int
+    ) -> None:
+        self.seq = seq
+        self.kind = kind
+        self.name = name
+        self.key = key
+        self.line = line
+        super().__init__(message)
 
 
 class BoundaryError(FaultdeckError):

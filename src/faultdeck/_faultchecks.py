@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -37,6 +38,25 @@ BAD_TOOL_CALL_HOWS = ("missing_field", "wrong_type", "unparseable", "unknown_too
 _TRANSIENT_STATUSES = frozenset((408, 409, 425, 429, *range(500, 600)))
 _STATUS_TEXT = "an HTTP status of 408, 409, 425, 429 or 500-599"
 _REQUIRED = object()
+# Integers a plan may hold (seqs, counts, seeds): what 64 bits hold.
+_INT_MAX = 2**63 - 1
+# Waits a plan may ask for: a year, in the field's unit.
+_YEAR_S = 365 * 24 * 3600.0
+_YEAR_MS = _YEAR_S * 1000
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 3
+_SHOWN.maxstring = 40
+_SHOWN.maxother = 40
+
+
+def shown(value: Any) -> str:
+    """``value`` as an error message shows it: short, whatever its size or depth."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        return _SHOWN.repr(value)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} too large to show"
 
 
 class _Invalid(Exception):
@@ -47,33 +67,47 @@ class _Invalid(Exception):
         super().__init__(expected)
 
 
-def _non_negative(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _Invalid("a number >= 0")
-    if not math.isfinite(value):
-        raise _Invalid("a finite number >= 0")
-    if value < 0:
-        raise _Invalid("a number >= 0")
-    return float(value)
+def _wait(high: float, unit: str) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Invalid("a number >= 0")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _Invalid("a finite number >= 0")
+        if value < 0:
+            raise _Invalid("a number >= 0")
+        if value > high:
+            raise _Invalid(f"a number >= 0 of at most a year ({high:.0f} {unit})")
+        return float(value)
+
+    return check
 
 
-def _optional_non_negative(value: Any) -> float | None:
-    return None if value is None else _non_negative(value)
+_non_negative = _wait(_YEAR_MS, "ms")
+_seconds = _wait(_YEAR_S, "s")
+
+
+def _optional_seconds(value: Any) -> float | None:
+    return None if value is None else _seconds(value)
 
 
 def _int_from(low: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise _Invalid(f"an integer >= {low}")
+        if value > _INT_MAX:
+            raise _Invalid(f"an integer >= {low} that 64 bits hold")
         return value
 
     return check
 
 
 def integer(value: Any) -> int:
-    """``value`` if it is an integer (not a bool); a checker for ``check_value``."""
+    """``value`` if it is an integer (not a bool) that 64 bits hold; a checker for
+    ``check_value``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Invalid("an integer")
+    if not -_INT_MAX <= value <= _INT_MAX:
+        raise _Invalid("an integer that 64 bits hold")
     return value
 
 
@@ -108,7 +142,7 @@ def _probability(value: Any) -> float:
 PARAMS: dict[str, dict[str, tuple[Callable[[Any], Any], Any]]] = {
     "quota": {
         "code": (_text, "rate_limit_exceeded"),
-        "retry_after": (_optional_non_negative, None),
+        "retry_after": (_optional_seconds, None),
     },
     "timeout": {},
     "transient": {"status": (_status, 503)},
@@ -139,7 +173,7 @@ def check_value(check: Callable[[Any], Any], value: Any, where: str) -> Any:
     try:
         return check(value)
     except _Invalid as exc:
-        raise ConfigError(f"{where}: expected {exc.expected}, got {value!r}") from None
+        raise ConfigError(f"{where}: expected {exc.expected}, got {shown(value)}") from None
 
 
 def hint(word: Any, known: Iterable[str]) -> str:

@@ -41,6 +41,7 @@ from ._faultchecks import (
     check_value,
     hint,
     integer,
+    shown,
 )
 from ._faults import _ANY, Fault, FaultPlan, Selector
 
@@ -88,7 +89,16 @@ def load_plan(cls: type[FaultPlan], path: str | os.PathLike[str]) -> FaultPlan:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{where}: not valid TOML ({exc}); fix the file") from None
-    return cls.from_dict(data, source=where)
+        except RecursionError:
+            raise ConfigError(
+                f"{where}: nested too deeply to be a fault plan; fix the file"
+            ) from None
+        except ValueError as exc:  # a number too long for int(): Python's digit limit
+            raise ConfigError(f"{where}: not a valid plan ({exc}); fix the file") from None
+    try:
+        return cls.from_dict(data, source=where)
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply for a fault plan; fix the file") from None
 
 
 def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan:
@@ -103,7 +113,9 @@ def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan
         ConfigError: naming ``source`` and the field path, and saying what was expected.
     """
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a table with 'faults' or 'sequence', got {data!r}")
+        raise ConfigError(
+            f"{source}: expected a table with 'faults' or 'sequence', got {shown(data)}"
+        )
     known = ("seed", "faults", "sequence")
     for key in data:
         if key not in known:
@@ -138,13 +150,13 @@ def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan
 
 def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
-        raise ConfigError(f"{where}: expected a list of fault tables, got {value!r}")
+        raise ConfigError(f"{where}: expected a list of fault tables, got {shown(value)}")
     return value
 
 
 def _table(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a table with {', '.join(known)}, got {value!r}")
+        raise ConfigError(f"{where}: expected a table with {', '.join(known)}, got {shown(value)}")
     for key in value:
         if key not in known:
             raise ConfigError(
@@ -155,14 +167,16 @@ def _table(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any]:
 
 def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
     if not isinstance(entry, dict):
-        raise ConfigError(f'{path}: expected a table like {{"fault": "timeout"}}, got {entry!r}')
+        raise ConfigError(
+            f'{path}: expected a table like {{"fault": "timeout"}}, got {shown(entry)}'
+        )
     kinds = ", ".join(FAULT_KINDS)
     if "fault" not in entry:
         raise ConfigError(f"{path}.fault: missing; expected one of: {kinds}")
     kind = entry["fault"]
     if not isinstance(kind, str) or kind not in FAULT_KINDS:
         raise ConfigError(
-            f"{path}.fault: unknown fault {kind!r}; known: {kinds}{hint(kind, FAULT_KINDS)}"
+            f"{path}.fault: unknown fault {shown(kind)}; known: {kinds}{hint(kind, FAULT_KINDS)}"
         )
     spec = PARAMS[kind]
     known = ("fault", *spec, *(() if in_sequence else _SELECTOR_KEYS))
@@ -210,6 +224,11 @@ def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
         for key, value in drawn.items():
             put(key, value, f"{path}.random.{key}")
     return Selector(**fields)
+
+
+def fault_from_json(obj: Any, where: str) -> Fault:
+    """One fault from plan-file syntax; the body of ``Fault.from_json``."""
+    return _parse_fault(obj, where)
 
 
 def fault_to_json(fault: Fault) -> dict[str, Any]:

@@ -262,6 +262,17 @@ class Fault:
             return ProcessKilled("injected crash: the process dies at this call")
         raise ValueError(f"a {kind} fault only delays the call; it has no error to raise")
 
+    @classmethod
+    def from_json(cls, obj: Any, *, where: str = "fault") -> Fault:
+        """Read a fault from plan-file syntax (``{"fault": "quota", "retry_after": 2}``).
+
+        Raises:
+            ConfigError: naming ``where`` and the field.
+        """
+        from ._faultplan import fault_from_json  # here, not on top: _faultplan imports this
+
+        return fault_from_json(obj, where)
+
     def to_json(self) -> dict[str, Any]:
         """This fault in plan-file syntax: ``{"fault": kind, **params, selector fields}``."""
         from ._faultplan import fault_to_json  # here, not on top: _faultplan imports this module

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from ._cassette import Entry
 from ._errors import ReplayMiss
 from ._fields import field_diff, preview_pair
+from ._format import Entry
 
 NEAREST_LIMIT = 500
 DIFF_SHOWN = 8
@@ -24,6 +24,7 @@ def build_miss(
     name: str,
     key: str,
     args: Any,
+    schema: str,
     agreed: int,
     recorded: int,
     asked: int,
@@ -36,7 +37,8 @@ def build_miss(
     Args:
         cassette: the cassette's path.
         seq, kind, name, key: the call.
-        args: the call's normalized args, redacted as they would be stored.
+        args: the call's normalized args, redacted as they are stored.
+        schema: the call's schema version.
         agreed: calls answered from the cassette before this one.
         recorded: how often this key was recorded.
         asked: how often this key has been asked, this call included.
@@ -70,8 +72,13 @@ def build_miss(
             lines.append(f"    {path}: recorded {recorded_text}, now {asked_text}")
         if len(diff) > DIFF_SHOWN:
             lines.append(f"    … and {len(diff) - DIFF_SHOWN} more differing fields")
-        if not diff and best.key != key:
-            lines.append("    args are equal; the schema version or the name differs")
+        if best.schema != schema:
+            same = "args are equal; " if not diff else ""
+            lines.append(
+                f"    {same}the schema version differs: recorded {best.schema!r}, now {schema!r}"
+            )
+        elif not diff and best.key != key:
+            lines.append(_same_args(strict, best.seq, seq))
     elif not recorded:
         names = sorted({e.name for e in entries if e.kind == kind})
         lines.append(
@@ -91,6 +98,16 @@ def build_miss(
         agreed=agreed,
         nearest=near,
         diff=diff,
+    )
+
+
+def _same_args(strict: bool, recorded_seq: int, seq: int) -> str:
+    """Why a call with the recorded args and schema still has another key."""
+    if strict and recorded_seq != seq:
+        return f"    the args agree, but it was recorded at seq {recorded_seq} (match is strict)"
+    return (
+        "    the args agree as stored, but the recorded key was made from other values "
+        "(an older faultdeck keyed secrets unmasked); re-record"
     )
 
 

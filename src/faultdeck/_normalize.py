@@ -1,10 +1,12 @@
 """Rules applied to a call's args before hashing, and to its outputs before storing.
 
-On args, in one pass and in this order: transport-only fields stripped; volatile ids renamed
-(``«id:N»`` in order of first appearance in the run); timestamps and declared volatile fields
-replaced by placeholders of the same type; absolute paths under the project root made
-relative; then the user's rule for that call, if any. Numbers, booleans and every other
-string are left as they are: semantic arguments (filters, limits, queries) are never touched.
+On args, in one walk and in this order: transport-only fields stripped; credential-shaped
+strings masked (when a ``Redactor`` is given and the walk redacts, so that a secret enters
+the key as its mask); volatile ids renamed (``«id:N»`` in order of first appearance in the
+run); timestamps and declared volatile fields replaced by placeholders of the same type;
+absolute paths under the project root made relative; then the user's rule for that call, if
+any. Numbers, booleans and every other string are left as they are: semantic arguments
+(filters, limits, queries) are never touched.
 
 On outputs: ids are learned (so an id returned at step 3 and sent again at step 4 gets the
 same placeholder in both runs), and wall-clock values are replaced by same-type placeholders
@@ -22,22 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import ArgumentError
+from ._redact import CREDENTIAL_FIELDS, DROP, SECRET, Redactor
 
 Rule = Callable[[Any], Any]
 
-# Credentials: stripped before hashing and never written (redaction drops them too).
-CREDENTIAL_FIELDS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "cookie",
-        "set-cookie",
-        "openai-organization",
-        "openai-project",
-    }
-)
 # Transport-only fields: they say how a call travelled, not what it asked.
 TRANSPORT_FIELDS = CREDENTIAL_FIELDS | frozenset(
     {"idempotency-key", "idempotency_key", "x-request-id", "request-id", "request_id"}
@@ -89,12 +79,14 @@ _INT_LIMIT = 2**63
 _MISSING = object()
 _PROVIDER_PREFIXES = tuple(f"{name}{sep}" for name in _PROVIDER_NAMES for sep in "-_")
 # A field name's meaning to normalization, as bits; cached per name.
-_STRIP, _VOLATILE, _TIME, _ID_FIELD = 1, 2, 4, 8
+_STRIP, _VOLATILE, _TIME, _ID_FIELD, _SECRET = 1, 2, 4, 8, 16
 _NAMES_CACHED = 4096
+# Shorter strings cannot hold a secret of any built-in shape nor pass the secret-field rule.
+_REDACT_MIN = 12
 
 
 class _NotJSON(Exception):
-    """The fast walk met a value JSON cannot hold; the slow walk names it."""
+    """The walk met a value JSON cannot hold; ``_locate`` then names it."""
 
 
 def is_id_field(name: str) -> bool:
@@ -121,13 +113,15 @@ def looks_like_id(value: str, field_name: str | None) -> bool:
 class IdMap:
     """Consistent renaming of volatile ids within one run, in order of first appearance."""
 
-    __slots__ = ("_names", "_pending")
+    __slots__ = ("_names", "_pending", "_tentative")
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
         # Outputs whose ids are learned only when a later call could send one back: most
         # answers are never looked into, and the numbering comes out the same.
         self._pending: list[Any] = []
+        # Ids named by a walk whose key may be thrown away (see ``tentative``).
+        self._tentative: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self._names)
@@ -142,12 +136,34 @@ class IdMap:
         if placeholder is None:
             placeholder = f"«id:{len(self._names) + 1}»"
             self._names[raw] = placeholder
+            if self._tentative is not None:
+                self._tentative.append(raw)
         return placeholder
 
     def learn(self, ids: list[str]) -> None:
         """Give placeholders to ids found in an output, in order."""
+        names = self._names
         for raw in ids:
-            self.name(raw)
+            if raw not in names:
+                names[raw] = f"«id:{len(names) + 1}»"
+
+    def tentative(self) -> None:
+        """From now on remember which ids ``name`` adds, until ``commit`` or ``rollback``.
+
+        Outputs learned meanwhile are kept either way: learning comes before any naming in
+        a walk, so dropping the walk's names leaves the numbering dense.
+        """
+        self._tentative = []
+
+    def commit(self) -> None:
+        """Keep the ids named since ``tentative``."""
+        self._tentative = None
+
+    def rollback(self) -> None:
+        """Forget the ids named since ``tentative``."""
+        for raw in self._tentative or ():
+            del self._names[raw]
+        self._tentative = None
 
     @property
     def waiting(self) -> bool:
@@ -192,12 +208,22 @@ class NormalizeConfig:
 
 
 class Normalizer:
-    """Applies a ``NormalizeConfig`` to args and outputs."""
+    """Applies a ``NormalizeConfig`` to args and outputs.
 
-    __slots__ = ("_config", "_names", "_root_prefix")
+    Args:
+        config: the rules; every rule on by default.
+        redactor: masks credential-shaped strings in args as they are normalized (so the
+            key is made from what is stored); ``None`` to normalize only.
+    """
 
-    def __init__(self, config: NormalizeConfig | None = None) -> None:
+    __slots__ = ("_config", "_names", "_redact_min", "_redactor", "_root_prefix")
+
+    def __init__(
+        self, config: NormalizeConfig | None = None, redactor: Redactor | None = None
+    ) -> None:
         self._config = config or NormalizeConfig()
+        self._redactor = redactor
+        self._redact_min = 0 if redactor is not None and redactor.has_extras else _REDACT_MIN
         self._names: dict[str, int] = {}
         root = self._config.root
         self._root_prefix = (root.rstrip(os.sep) + os.sep) if root else None
@@ -207,23 +233,32 @@ class Normalizer:
         """The rules in force."""
         return self._config
 
-    def args(self, kind: str, name: str, args: Any, ids: IdMap) -> Any:
+    def args(self, kind: str, name: str, args: Any, ids: IdMap, *, redact: bool = True) -> Any:
         """Return the normalized copy of a call's args, renaming ids through ``ids``.
+
+        Args:
+            kind, name: the call, for its user rule.
+            args: the args.
+            ids: the run's id renaming.
+            redact: mask credential-shaped strings too (when there is a redactor).
 
         Raises:
             ArgumentError: a value in args is not JSON; the error names the field.
         """
+        redactor = self._redactor if redact else None
         try:
-            out = self._fast(args, None, ids)
+            out = self._walk(args, None, ids, redactor)
         except _NotJSON:
-            # Only now is the path worth building: walk again to name the field.
-            self._walk(args, "args", None, ids)
-            raise AssertionError("unreachable: the walk raises ArgumentError") from None
+            strip = self._config.strip_fields
+            path, detail = _locate(args, "args", lambda k: k.lower() in strip)
+            raise ArgumentError(path, detail) from None
         rules = self._config.rules
         if rules:
             rule = rules.get(f"{kind}:{name}") or rules.get(name)
             if rule is not None:
                 out = rule(out)
+                if redactor is not None:
+                    out = redactor.redact(out)  # what a rule adds is keyed as stored too
         return out
 
     def _flags(self, name: str) -> int:
@@ -231,37 +266,41 @@ class Normalizer:
         flags = self._names.get(name)
         if flags is None:
             config = self._config
+            kind = self._redactor.field_kind(name) if self._redactor is not None else 0
             flags = (
-                (_STRIP if name.lower() in config.strip_fields else 0)
+                (_STRIP if name.lower() in config.strip_fields or kind == DROP else 0)
                 | (_VOLATILE if name in config.volatile else 0)
                 | (_TIME if config.timestamps and is_time_field(name) else 0)
                 | (_ID_FIELD if is_id_field(name) else 0)
+                | (_SECRET if kind == SECRET else 0)
             )
             if len(self._names) < _NAMES_CACHED:
                 self._names[name] = flags
         return flags
 
-    def _fast(self, value: Any, field: str | None, ids: IdMap) -> Any:
-        """The walk of ``args``, without paths (the hot path of every call)."""
+    def _walk(self, value: Any, field: str | None, ids: IdMap, redactor: Redactor | None) -> Any:
+        """The one walk of ``args``; without paths, which only an error needs (``_locate``)."""
         cls = type(value)
         if cls is str:
             flags = self._flags(field) if field is not None else 0
             if flags & _VOLATILE:
                 return "«volatile»"
+            if redactor is not None and len(value) >= self._redact_min:
+                value = redactor.redact_leaf(value, bool(flags & _SECRET))
             return self._text(value, flags, ids)
         if cls is dict:
             result: dict[str, Any] = {}
-            fast, flags_of = self._fast, self._flags
+            walk, flags_of = self._walk, self._flags
             for k, v in value.items():
                 if type(k) is not str:
                     raise _NotJSON
                 if flags_of(k) & _STRIP:
                     continue
-                result[k] = fast(v, k, ids)
+                result[k] = walk(v, k, ids, redactor)
             return result
         if cls is list or cls is tuple:
-            fast = self._fast
-            return [fast(v, field, ids) for v in value]
+            walk = self._walk
+            return [walk(v, field, ids, redactor) for v in value]
         if cls is bool or value is None:
             return value
         if cls is int or cls is float:
@@ -305,69 +344,6 @@ class Normalizer:
             return value[len(prefix) :]
         return value
 
-    def _walk(self, value: Any, path: str, field_name: str | None, ids: IdMap) -> Any:
-        """The walk with paths, run only to name the field that is not JSON."""
-        cls = type(value)
-        if cls is str:
-            return self._string(value, field_name, ids)
-        if cls is dict:
-            strip = self._config.strip_fields
-            result: dict[str, Any] = {}
-            for k, v in value.items():
-                if type(k) is not str:
-                    raise ArgumentError(
-                        f"{path}[{k!r}]",
-                        f"dict key of type {type(k).__name__}; JSON keys are strings",
-                    )
-                if k.lower() in strip:
-                    continue
-                result[k] = self._walk(v, f"{path}.{k}", k, ids)
-            return result
-        if cls is list or cls is tuple:
-            return [self._walk(v, f"{path}[{i}]", field_name, ids) for i, v in enumerate(value)]
-        if cls is bool or value is None:
-            return value
-        if cls is int:
-            if not -_INT_LIMIT <= value < _INT_LIMIT:
-                raise ArgumentError(path, "integer outside 64 bits; pass it as a string")
-            return self._number(value, field_name)
-        if cls is float:
-            if not math.isfinite(value):
-                raise ArgumentError(path, f"{value} is not a JSON number; pass null or a string")
-            return self._number(value, field_name)
-        raise ArgumentError(
-            path,
-            f"{cls.__name__} is not a JSON value; convert it first "
-            "(for example str(), .isoformat() or .model_dump(mode='json'))",
-        )
-
-    def _string(self, value: str, field_name: str | None, ids: IdMap) -> Any:
-        config = self._config
-        if field_name is not None and field_name in config.volatile:
-            return "«volatile»"
-        if config.ids:
-            known = ids.get(value)
-            if known is not None:
-                return known
-            if looks_like_id(value, field_name):
-                return ids.name(value)
-        if config.timestamps and len(value) >= 16 and _DATETIME.fullmatch(value):
-            return "«ts»"
-        prefix = self._root_prefix
-        if prefix is not None and value.startswith(prefix):
-            return value[len(prefix) :]
-        return value
-
-    def _number(self, value: int | float, field_name: str | None) -> int | float:
-        if field_name is None:
-            return value
-        config = self._config
-        if field_name in config.volatile:
-            return type(value)(0)
-        if config.timestamps and is_time_field(field_name) and _is_epoch(value):
-            return type(value)(0)
-        return value
-
     def output_ids(self, out: Any) -> list[str]:
         """The volatile ids in an output, in order of appearance (empty when ids are off)."""
         if not self._config.ids:
@@ -393,29 +369,47 @@ def check_json(value: Any, where: str) -> None:
         value: the output.
         where: what it is the output of, for the message.
     """
-    stack: list[tuple[str, Any]] = [("out", value)]
+    found = _locate(value, "out", None)
+    if found is not None:
+        path, detail = found
+        raise ArgumentError(f"{where}: {path}", detail)
+
+
+def _locate(value: Any, path: str, skip: Callable[[str], bool] | None) -> Any:
+    """``(path, what is wrong)`` of the first value JSON cannot hold, in walk order, or
+    ``None``; dict keys for which ``skip`` is true are passed over, as normalization strips
+    them."""
+    stack: list[tuple[str, Any]] = [(path, value)]
     while stack:
-        path, item = stack.pop()
+        here, item = stack.pop()
         cls = type(item)
         if cls is dict:
+            children = []
             for k, v in item.items():
                 if type(k) is not str:
-                    raise ArgumentError(f"{where}: {path}[{k!r}]", "JSON keys are strings")
-                stack.append((f"{path}.{k}", v))
-        elif cls is list:
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+                    return (
+                        f"{here}[{k!r}]",
+                        f"dict key of type {type(k).__name__}; JSON keys are strings",
+                    )
+                if skip is None or not skip(k):
+                    children.append((f"{here}.{k}", v))
+            stack.extend(reversed(children))
+        elif cls is list or cls is tuple:
+            stack.extend(reversed([(f"{here}[{i}]", v) for i, v in enumerate(item)]))
         elif cls is float:
             if not math.isfinite(item):
-                raise ArgumentError(f"{where}: {path}", f"{item} is not a JSON number")
+                return here, f"{item} is not a JSON number; pass null or a string"
         elif cls is int:
             if not -_INT_LIMIT <= item < _INT_LIMIT:
-                raise ArgumentError(f"{where}: {path}", "integer outside 64 bits")
+                return here, "integer outside 64 bits; pass it as a string"
         elif cls is not str and cls is not bool and item is not None:
-            raise ArgumentError(
-                f"{where}: {path}",
-                f"{cls.__name__} is not a JSON value; return JSON-shaped values from boundary "
-                "calls (for SDK objects, record at the HTTP boundary with fd.http.Transport)",
+            return (
+                here,
+                f"{cls.__name__} is not a JSON value; convert it first (for example str(), "
+                ".isoformat() or .model_dump(mode='json'); for SDK objects, record at the HTTP "
+                "boundary with fd.http.Transport)",
             )
+    return None
 
 
 def _is_epoch(value: float) -> bool:

@@ -12,7 +12,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ._cassette import Entry
+from ._format import Entry
 from ._report import CallRecord, CallRef, Repeat
 
 
@@ -86,6 +86,17 @@ class ReplayIndex:
         # Asked more often than recorded (a retry after an injected fault): with
         # repeat_last the same request gets the same answer again; repeats() still counts it.
         return self._last.get(key)
+
+    def has(self, key: str, seq: int) -> bool:
+        """Whether ``take(key, seq)`` would give an answer (without counting the ask)."""
+        if self._queues.get((key, seq) if self._strict else key):
+            return True
+        return key in self._last
+
+    def peek(self, key: str, seq: int) -> Entry | None:
+        """The answer ``take(key, seq)`` would give from its queue, not taken."""
+        queue = self._queues.get((key, seq) if self._strict else key)
+        return queue[0] if queue else None
 
     def serve(self, entry: Entry) -> None:
         """Count ``entry`` as served, and as an order change when it was recorded earlier."""

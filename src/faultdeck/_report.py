@@ -91,6 +91,8 @@ class Report:
         harness_changed: ``(recorded, current)`` git SHAs when they differ.
         interrupted: the cassette's recorded run did not close cleanly.
         calls: every call, in the order they started.
+        kept: where a fresh recording was left, beside the cassette, because the run did
+            not close cleanly (the cassette itself is as it was); ``None`` otherwise.
     """
 
     cassette: str
@@ -108,6 +110,7 @@ class Report:
     harness_changed: tuple[str, str] | None
     interrupted: bool
     calls: tuple[CallRecord, ...]
+    kept: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -129,6 +132,8 @@ class Report:
         ]
         if self.interrupted:
             lines.append("  the recorded run was interrupted (no end line)")
+        if self.kept:
+            lines.append(f"  the new recording was kept in {self.kept}; the cassette is as it was")
         if self.faults:
             lines.append(f"  faults injected: {self.faults}")
         if self.harness_changed:

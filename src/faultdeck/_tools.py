@@ -7,6 +7,9 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ._context import current_idempotency_key
+from ._errors import ConfigError
+
 if TYPE_CHECKING:
     from ._deck import Deck
 
@@ -21,23 +24,47 @@ def wrap_tool(
     schema_version: str,
     side_effect: bool,
     dry_run: Callable[..., Any] | None,
+    on_in_doubt: str = "raise",
+    idempotency_key: str | None = None,
 ) -> F:
     """Wrap a sync or async function so each call goes through ``deck``.
 
     The call's args are the function's bound arguments with defaults applied, so
-    ``f(1)`` and ``f(a=1)`` have one key.
+    ``f(1)`` and ``f(a=1)`` have one key; the idempotency key parameter is left out.
+
+    Raises:
+        ConfigError: ``idempotency_key`` names no keyword parameter of the function.
     """
     signature = inspect.signature(func)
+    if idempotency_key is not None:
+        param = signature.parameters.get(idempotency_key)
+        if param is None or param.kind not in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD):
+            raise ConfigError(
+                f"@deck.tool(idempotency_key={idempotency_key!r}): {func.__name__} has no "
+                f"keyword parameter {idempotency_key!r} to receive it"
+            )
+        # With a key that stays the same, running the call again is safe.
+        on_in_doubt = "rerun"
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if idempotency_key is not None:
+            kwargs = {**kwargs, idempotency_key: None}  # given by the deck, never by callers
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        return dict(bound.arguments)
+        arguments = dict(bound.arguments)
+        if idempotency_key is not None:
+            del arguments[idempotency_key]
+        return arguments
+
+    def keyed(kwargs: dict[str, Any]) -> dict[str, Any]:
+        if idempotency_key is None:
+            return kwargs
+        return {**kwargs, idempotency_key: current_idempotency_key()}
 
     def stub(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any] | None:
         if dry_run is None:
             return None
-        return lambda: dry_run(*args, **kwargs)
+        return lambda: dry_run(*args, **keyed(kwargs))
 
     if inspect.iscoroutinefunction(func):
 
@@ -47,10 +74,11 @@ def wrap_tool(
                 "tool",
                 name,
                 bind(args, kwargs),
-                lambda: func(*args, **kwargs),
+                lambda: func(*args, **keyed(kwargs)),
                 schema=schema_version,
                 side_effect=side_effect,
                 dry_run=stub(args, kwargs),
+                on_in_doubt=on_in_doubt,
             )
 
         return cast(F, async_wrapper)
@@ -61,10 +89,11 @@ def wrap_tool(
             "tool",
             name,
             bind(args, kwargs),
-            lambda: func(*args, **kwargs),
+            lambda: func(*args, **keyed(kwargs)),
             schema=schema_version,
             side_effect=side_effect,
             dry_run=stub(args, kwargs),
+            on_in_doubt=on_in_doubt,
         )
 
     return cast(F, wrapper)

@@ -14,20 +14,22 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 import orjson
 from rich.console import Console
 from rich.table import Table
 
-from ._cassette import Entry, load
+from . import _config
+from ._cassette import Entry, Recording, load
 from ._cli_run import first_difference, no_report, print_replays, progress_bar, run_child
 from ._diff import diff_recordings, render_html, render_json, render_text
 from ._errors import FaultdeckError
 from ._faults import FaultPlan
 from ._policy import Policy
 from ._redact import Redactor
+from ._writer import partial_path
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
@@ -74,20 +76,69 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def record(cassette: str, command: tuple[str, ...]) -> None:
     """Run a program, recording its boundary calls into CASSETTE.
 
-    The program creates its deck with fd.Deck.from_env().
+    The program creates its deck with fd.Deck.from_env(). An existing CASSETTE is
+    replaced only when the program exits 0; otherwise it stays as it was and the new
+    recording is kept beside it, for `faultdeck resume`.
 
     \b
     faultdeck record runs/base.jsonl -- python agent.py --task fix-retry
     """
-    code, report, _ = run_child(command, cassette, "record")
+    run_writing(cassette, command, "record")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def resume(cassette: str, command: tuple[str, ...]) -> None:
+    """Finish a recording that was killed or failed: replay what it recorded, go on live.
+
+    Continues the recording left beside CASSETTE by a run that did not finish, or CASSETTE
+    itself when it was interrupted; replaces CASSETTE when the program exits 0.
+
+    \b
+    faultdeck resume runs/base.jsonl -- python agent.py --task fix-retry
+    """
+    run_writing(cassette, command, "resume")
+
+
+def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
+    """``record`` and ``resume``: run the program, then keep or place what it recorded."""
+    partial = partial_path(os.path.realpath(cassette))
+    extra = {"FAULTDECK_DEFER_REPLACE": "1"}
+    code, report, _ = run_child(command, cassette, mode, extra=extra)
     out = console()
     if report is None:
         out.print(no_report(command))
         raise Finding
-    out.print(f"recorded {report['live']} calls into {cassette}")
+    calls = report["live"] + report["used"]
+    placed = code == 0 and finished(partial)
+    if placed:
+        os.replace(partial, os.path.realpath(cassette))
+    verb = "recorded" if mode == "record" else "resumed"
+    out.print(f"{verb} {plural(calls, 'call')} ({report['live']} live) into {cassette}")
     if code != 0:
         out.print(f"the program exited with {code}")
+        if os.path.exists(partial):
+            kept = "left as it was" if os.path.exists(cassette) else "not written"
+            out.print(
+                f"{cassette} was {kept}; the new recording is in {partial} "
+                f"(finish it with: faultdeck resume {cassette} -- {' '.join(command)})",
+                markup=False,
+            )
         raise Finding
+
+
+def finished(path: str) -> bool:
+    """Whether the recording at ``path`` exists and ended cleanly."""
+    if not os.path.exists(path):
+        return False
+    recording = load(path)
+    return recording.end is not None and recording.end.get("status") == "ok"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 call``, ``2 calls``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -199,22 +250,26 @@ def show(cassette: str, fmt: str) -> None:
     """
     recording = load(cassette)
     if fmt == "json":
+        status = "interrupted" if recording.interrupted else "failed" if recording.failed else "ok"
         emit_json(
             {
                 "cassette": cassette,
                 "header": recording.header.to_json(),
                 "ended": recording.end,
+                "status": status,
                 "interrupted": recording.interrupted,
+                "in_flight": [i.seq for i in recording.in_flight()],
                 "calls": [dict(e.to_json(), line=e.line) for e in recording.entries],
             }
         )
         return
     out = console()
     header = recording.header
-    sha = header.harness.get("git_sha", "not in git")
+    sha = header.harness.get("git_sha")
+    where = f"recorded at commit {sha}" if sha else "recorded outside git"
     out.print(
         f"[bold]{cassette}[/]: format {header.version}, match {header.match}, "
-        f"recorded at {sha}{' (dirty)' if header.harness.get('dirty') else ''}"
+        f"{where}{' (uncommitted changes)' if header.harness.get('dirty') else ''}"
     )
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
@@ -230,14 +285,32 @@ def show(cassette: str, fmt: str) -> None:
             outcome_text(entry),
         )
     out.print(table)
-    if recording.interrupted:
+    out.print(ending(recording, cassette), markup=False)
+    partial = partial_path(os.path.realpath(cassette))
+    if os.path.exists(partial) and os.path.realpath(cassette) != partial:
         out.print(
-            f"[yellow]interrupted[/]: no end line after {len(recording.entries)} calls "
-            "(resume it with mode='resume')"
+            f"a newer recording that did not finish is beside it: {partial} "
+            f"(faultdeck resume {cassette} -- CMD finishes it)",
+            markup=False,
         )
-    else:
-        end = recording.end or {}
-        out.print(f"ended cleanly: {end.get('calls')} calls, status {end.get('status')}")
+
+
+def ending(recording: Recording, cassette: str) -> str:
+    """How the recorded run ended, in words."""
+    calls = plural(len(recording.entries), "call")
+    in_flight = len(recording.in_flight())
+    if recording.interrupted:
+        flying = f", {plural(in_flight, 'call')} in flight" if in_flight else ""
+        return (
+            f"interrupted: the run stopped after {calls}{flying} without closing (killed or "
+            f"crashed); finish it with faultdeck resume {cassette} -- CMD, or mode='resume'"
+        )
+    if recording.failed:
+        return (
+            f"failed: the run raised an error after {calls} and closed; what it recorded "
+            "replays, re-record it once the error is fixed"
+        )
+    return f"ended cleanly: {calls}"
 
 
 def outcome_text(entry: Entry) -> str:
@@ -256,41 +329,65 @@ def outcome_text(entry: Entry) -> str:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-def scan(paths: tuple[str, ...]) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="text for people, json for machines.",
+)
+def scan(paths: tuple[str, ...], fmt: str) -> None:
     """Audit cassettes for credential-shaped strings; exit 1 on any.
 
-    Prints file:line and the pattern's name, never the secret. A folder is searched for
-    *.jsonl files.
+    Uses faultdeck's table of credential shapes and the project's own patterns
+    ([tool.faultdeck.redact_patterns]). Prints file:line and the pattern's name, never the
+    secret. A folder is searched for *.jsonl files.
 
     \b
     faultdeck scan cassettes/
+    faultdeck scan cassettes/ --format json
     """
-    redactor = Redactor()
+    redactor = Redactor(extra_patterns=_config.load_settings().redact_patterns)
+    files = cassette_files(paths)
+    findings: list[dict[str, Any]] = []
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                findings.extend(
+                    {"file": str(path), "line": number, "pattern": pattern}
+                    for pattern in redactor.scan_text(line)
+                )
+    holding = len({f["file"] for f in findings})
+    if fmt == "json":
+        emit_json({"files": len(files), "files_with_findings": holding, "findings": findings})
+    else:
+        for finding in findings:
+            click.echo(f"{finding['file']}:{finding['line']}: {finding['pattern']}")
+        if findings:
+            click.echo(
+                f"{plural(len(findings), 'credential-shaped string')} in "
+                f"{plural(holding, 'file')} of {len(files)}; rotate them and re-record",
+                err=True,
+            )
+        else:
+            click.echo(f"no secrets in {plural(len(files), 'file')}")
+    if findings:
+        raise Finding
+
+
+def cassette_files(paths: Sequence[str]) -> list[Path]:
+    """The files ``scan`` reads: the files named, and the *.jsonl files under the folders
+    named (a folder whose name ends in .jsonl is a folder, not a cassette)."""
     files: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            files.extend(sorted(path.rglob("*.jsonl")))
+            files.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
         elif path.is_file():
             files.append(path)
         else:
             raise click.UsageError(f"no such file or folder: {name}")
-    found = 0
-    for path in files:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, start=1):
-                for pattern in redactor.scan_text(line):
-                    click.echo(f"{path}:{number}: {pattern}")
-                    found += 1
-    if found:
-        click.echo(
-            f"{found} credential-shaped string{'s' if found != 1 else ''} in "
-            f"{len(files)} file{'s' if len(files) != 1 else ''}; rotate them and "
-            "re-record",
-            err=True,
-        )
-        raise Finding
-    click.echo(f"no secrets in {len(files)} file{'s' if len(files) != 1 else ''}")
+    return files
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -395,11 +492,12 @@ def demo() -> None:
 # -- the entry point -----------------------------------------------------------------------
 
 
-def fail(message: str, debug: bool) -> NoReturn:
+def fail(message: str, debug: bool) -> int:
+    """Print a usage or input error in one line (the traceback too with ``--debug``)."""
     if debug:
         traceback.print_exc()
     click.echo(f"faultdeck: error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+    return EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -417,13 +515,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "faultdeck"
-        fail(f"{exc.format_message()} (see {where} --help)", debug)
+        return fail(f"{exc.format_message()} (see {where} --help)", debug)
     except click.ClickException as exc:
-        fail(exc.format_message(), debug)
+        return fail(exc.format_message(), debug)
     except FaultdeckError as exc:
-        fail(str(exc).splitlines()[0], debug)
+        return fail(str(exc).splitlines()[0], debug)
     except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), debug)
+        return fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), debug)
     return EXIT_OK
 
 

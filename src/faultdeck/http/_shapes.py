@@ -11,6 +11,7 @@ never part of a key and never stored, because only allowlisted headers are kept 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -54,7 +55,7 @@ def name_of(method: str, path: str) -> tuple[str, str]:
 def request_args(
     method: str,
     path: str,
-    query: list[tuple[str, str]],
+    query: Sequence[Sequence[str]],
     headers: Any,
     body: bytes,
     keep: frozenset[str],

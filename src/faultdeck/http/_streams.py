@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._callplan import CallPlan
-from .._cassette import Entry
 from .._clock import VirtualClock
 from .._errorcodec import error_from_json, error_to_json
+from .._format import Entry
 from ._shapes import error_event, kept_headers
 from ._sse import SSEParser, encode
 
@@ -38,7 +38,8 @@ class _Events:
         self.entry = entry
         self.seen: list[dict[str, Any]] = []
         self.done = False
-        fault = plan.fault
+        # A recording made under the fault carries it already: it is not cut again.
+        fault = None if plan.fault_applied else plan.fault
         cutting = fault is not None and fault.kind == "stream_cut"
         self.cut: int | None = fault.param("after") if fault is not None and cutting else None
         self.cut_how: str | None = fault.param("how") if fault is not None and cutting else None
@@ -129,12 +130,13 @@ class _Events:
         if error is not None:
             stored["error"] = error_to_json(error)
         ms = round((self.clock.now() - plan.started) * 1000, 3)
+        stored = router.stored(plan, "stream", stored)
         router.complete(
             plan,
             "stream",
-            router.scrub(plan, stored),
+            stored,
             ms=ms,
-            learn=[e.get("data") for e in self.seen],
+            learn=[e.get("data") for e in stored["events"]],
             error=type(error).__name__ if error is not None else None,
             partial=partial,
         )

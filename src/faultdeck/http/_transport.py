@@ -20,10 +20,12 @@ from typing import Any
 
 from .._callplan import CallPlan
 from .._canonical import SCHEMA_DEFAULT
-from .._cassette import Entry
+from .._cassette import Entry, http_answer_problem
 from .._clock import VirtualClock
 from .._deck import Deck
 from .._errorcodec import error_to_json
+from .._errors import CassetteCorrupt
+from .._lines import RESTORE
 from ._shapes import (
     KEEP_REQUEST_HEADERS,
     body_bytes,
@@ -63,7 +65,8 @@ class _Exchange:
         self.request = request
         url = request.url
         self.kind, self.name = name_of(request.method, url.path)
-        query = list(url.params.multi_items()) if url.query else []
+        # Pairs hide their names from the field rules, so the query is redacted by name here.
+        query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
         self.args = request_args(request.method, url.path, query, request.headers, body, owner.keep)
         self.body = body
         self.plan: CallPlan | None = None
@@ -90,7 +93,7 @@ class _Exchange:
     def stand_in(self, plan: CallPlan) -> Any:
         """The response or exception a raising fault puts in the call's place, or ``None``."""
         fault = plan.fault
-        if fault is None or fault.kind in SHAPED or not fault.raises:
+        if fault is None or fault.kind in SHAPED or not fault.raises or plan.entry is not None:
             return None
         router, httpx = self.deck._router, self.owner.httpx
         if fault.kind in ("quota", "transient"):
@@ -144,7 +147,12 @@ class _Exchange:
         if entry.result == "error":
             router.serve(plan, entry)  # raises the recorded transport error
         value = entry.value
-        fault = plan.fault
+        problem = http_answer_problem(value, body=entry.result == "out")
+        if problem is not None:
+            raise CassetteCorrupt(
+                self.deck.path, entry.line or None, f"seq {entry.seq}: {problem}", RESTORE
+            )
+        fault = None if plan.fault_applied else plan.fault
         how = fault.param("how") if fault is not None and fault.kind == "bad_tool_call" else None
         if entry.result == "out":
             body = value["body"]
@@ -171,13 +179,13 @@ class _Exchange:
         router = self.deck._router
         ms = round((self.deck.clock.now() - plan.started) * 1000, 3)
         error, retry_after, code = classify(status, kept, body)
-        stored = router.scrub(plan, {"status": status, "headers": kept, "body": body})
+        stored = router.stored(plan, "out", {"status": status, "headers": kept, "body": body})
         router.complete(
             plan,
             "out",
             stored,
             ms=ms,
-            learn=body,
+            learn=stored["body"],
             error=error,
             retry_after=retry_after,
             code=code,
@@ -187,10 +195,8 @@ class _Exchange:
         return body
 
     def live_error(self, plan: CallPlan, exc: Exception) -> None:
-        ms = round((self.deck.clock.now() - plan.started) * 1000, 3)
-        self.deck._router.complete(
-            plan, "error", error_to_json(exc), ms=ms, error=type(exc).__name__
-        )
+        """A live attempt that raised: recorded, unless it never reached the upstream."""
+        self.deck._router.finish_error(plan, exc, plan.started)
         self.owner.failed(self.identity)
 
     def outgoing(self, headers: Any) -> list[tuple[str, str]]:
@@ -208,6 +214,7 @@ class _Exchange:
         httpx, request = self.owner.httpx, self.request
         entry = plan.entry
         if entry is None:
+            self.deck._router.started(plan)
             delay = 0.0 if _streams(request) else self.delay(plan)
             return _Step(plan, stream_type, None, delay)
         status, headers, answer = self.answer(plan, entry)
