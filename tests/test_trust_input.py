@@ -265,3 +265,30 @@ def test_json_of_a_bad_line_names_the_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(HEADER) + "\n{not json\n", "utf-8")
     with pytest.raises(fd.CassetteCorrupt, match=r"c.jsonl:2: not JSON"):
         fd.load(path)
+
+
+def test_a_model_line_that_is_not_an_http_answer_is_named_when_replayed(tmp_path: Path) -> None:
+    import httpx
+
+    from faultdeck.http import Transport
+
+    path = tmp_path / "model.jsonl"
+    with (
+        fd.Deck(path, mode="record") as deck,
+        httpx.Client(
+            transport=Transport(
+                deck, transport=httpx.MockTransport(lambda r: httpx.Response(200, json={"ok": 1}))
+            )
+        ) as client,
+    ):
+        client.post("http://api.test/v1/chat/completions", json={"model": "m"})
+    lines = path.read_text("utf-8").splitlines()
+    call_line = json.loads(lines[1])
+    del call_line["out"]["body"]  # a hand edit: a model line may hold anything, replay may not
+    lines[1] = json.dumps(call_line)
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    with fd.Deck(path, mode="replay") as deck, httpx.Client(transport=Transport(deck)) as client:
+        with pytest.raises(
+            fd.CassetteCorrupt, match=r"model\.jsonl:2: seq 1: an HTTP answer needs a 'body'"
+        ):
+            client.post("http://api.test/v1/chat/completions", json={"model": "m"})

@@ -204,3 +204,31 @@ def test_show_says_how_the_run_ended_in_words(tmp_path: Path) -> None:
     deck.open()
     deck.abandon()
     assert "a newer recording that did not finish is beside it" in show(tmp_path / "base.jsonl")
+
+
+PYTEST_MODULE = """
+import os
+
+def test_agent(deck):
+    deck.call("tool", "fetch", {"page": 0}, lambda: {"rows": [os.environ.get("ROWS", "0")]})
+    assert os.environ.get("FAIL") != "1", "the test failed after its call"
+"""
+
+
+def test_re_recording_a_failing_pytest_test_keeps_its_cassette(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_agent=PYTEST_MODULE)
+    pytester.runpytest("--faultdeck-mode=record").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_agent" / "test_agent.jsonl"
+    good = cassette.read_bytes()
+    monkeypatch.setenv("FAIL", "1")
+    monkeypatch.setenv("ROWS", "new")
+    pytester.runpytest("--faultdeck-mode=record").assert_outcomes(failed=1)
+    assert cassette.read_bytes() == good
+    kept = cassette.with_name("test_agent.partial.jsonl")
+    assert fd.load(kept).entries[0].value == {"rows": ["new"]}
+    monkeypatch.setenv("FAIL", "0")
+    pytester.runpytest("--faultdeck-mode=record").assert_outcomes(passed=1)
+    assert fd.load(cassette).entries[0].value == {"rows": ["new"]}
+    assert not kept.exists()

@@ -268,7 +268,8 @@ class Deck:
                 kind is not one of the four.
             CassetteWriteError: the disk refused the cassette's line.
         """
-        check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
+        if on_in_doubt != "raise":
+            check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
         plan = self._begin(kind, name, args, schema, step, meta)
         router = self._router
         fault = plan.fault
@@ -306,7 +307,8 @@ class Deck:
         meta: Any = None,
     ) -> T:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
-        check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
+        if on_in_doubt != "raise":
+            check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
         plan = self._begin(kind, name, args, schema, step, meta)
         router = self._router
         fault = plan.fault

@@ -216,17 +216,17 @@ class Normalizer:
             key is made from what is stored); ``None`` to normalize only.
     """
 
-    __slots__ = ("_config", "_names", "_redact_min", "_redactor", "_root_prefix")
+    __slots__ = ("_config", "_names", "_plain", "_redacting", "_redactor")
 
     def __init__(
         self, config: NormalizeConfig | None = None, redactor: Redactor | None = None
     ) -> None:
         self._config = config or NormalizeConfig()
         self._redactor = redactor
-        self._redact_min = 0 if redactor is not None and redactor.has_extras else _REDACT_MIN
         self._names: dict[str, int] = {}
-        root = self._config.root
-        self._root_prefix = (root.rstrip(os.sep) + os.sep) if root else None
+        # One walk, made twice: with redaction and without (replay tries that first).
+        self._plain = self._make_walk(None)
+        self._redacting = self._make_walk(redactor) if redactor is not None else self._plain
 
     @property
     def config(self) -> NormalizeConfig:
@@ -245,9 +245,8 @@ class Normalizer:
         Raises:
             ArgumentError: a value in args is not JSON; the error names the field.
         """
-        redactor = self._redactor if redact else None
         try:
-            out = self._walk(args, None, ids, redactor)
+            out = (self._redacting if redact else self._plain)(args, 0, ids)
         except _NotJSON:
             strip = self._config.strip_fields
             path, detail = _locate(args, "args", lambda k: k.lower() in strip)
@@ -257,8 +256,8 @@ class Normalizer:
             rule = rules.get(f"{kind}:{name}") or rules.get(name)
             if rule is not None:
                 out = rule(out)
-                if redactor is not None:
-                    out = redactor.redact(out)  # what a rule adds is keyed as stored too
+                if redact and self._redactor is not None:
+                    out = self._redactor.redact(out)  # what a rule adds is keyed as stored too
         return out
 
     def _flags(self, name: str) -> int:
@@ -278,71 +277,86 @@ class Normalizer:
                 self._names[name] = flags
         return flags
 
-    def _walk(self, value: Any, field: str | None, ids: IdMap, redactor: Redactor | None) -> Any:
-        """The one walk of ``args``; without paths, which only an error needs (``_locate``)."""
-        cls = type(value)
-        if cls is str:
-            flags = self._flags(field) if field is not None else 0
-            if flags & _VOLATILE:
-                return "«volatile»"
-            if redactor is not None and len(value) >= self._redact_min:
-                value = redactor.redact_leaf(value, bool(flags & _SECRET))
-            return self._text(value, flags, ids)
-        if cls is dict:
-            result: dict[str, Any] = {}
-            walk, flags_of = self._walk, self._flags
-            for k, v in value.items():
-                if type(k) is not str:
-                    raise _NotJSON
-                if flags_of(k) & _STRIP:
-                    continue
-                result[k] = walk(v, k, ids, redactor)
-            return result
-        if cls is list or cls is tuple:
-            walk = self._walk
-            return [walk(v, field, ids, redactor) for v in value]
-        if cls is bool or value is None:
-            return value
-        if cls is int or cls is float:
-            if cls is int and not -_INT_LIMIT <= value < _INT_LIMIT:
-                raise _NotJSON
-            if cls is float and not math.isfinite(value):
-                raise _NotJSON
-            if field is None:
-                return value
-            flags = self._flags(field)
-            if flags & _VOLATILE or (flags & _TIME and _is_epoch(value)):
-                return cls(0)
-            return value
-        raise _NotJSON
-
-    def _text(self, value: str, flags: int, ids: IdMap) -> str:
+    def _make_walk(self, redactor: Redactor | None) -> Callable[[Any, int, IdMap], Any]:
+        """The one walk of ``args``, as a closure over the rules (the hot path of every
+        call). It carries each field's flags down, and no paths: only an error needs a path
+        (``_locate``)."""
         config = self._config
-        n = len(value)
-        if config.ids:
-            if ids.waiting and n >= 8 and _could_be_id(value):
-                ids.drain(self.output_ids)
-            known = ids.get(value)
-            if known is not None:
-                return known
-            if n >= 8 and (
-                (n == 36 and _UUID.fullmatch(value))
-                or (value.startswith(_PROVIDER_PREFIXES) and _PROVIDER_ID.fullmatch(value))
-                or (flags & _ID_FIELD and _GENERATED.fullmatch(value))
-            ):
-                return ids.name(value)
-        if (
-            config.timestamps
-            and n >= 16
-            and value[4] == "-"
-            and value[10] in "T "
-            and _DATETIME.fullmatch(value)
-        ):
-            return "«ts»"
-        prefix = self._root_prefix
-        if prefix is not None and value.startswith(prefix):
-            return value[len(prefix) :]
-        return value
+        cached, flags_of = self._names, self._flags
+        use_ids, timestamps = config.ids, config.timestamps
+        root = config.root
+        prefix = (root.rstrip(os.sep) + os.sep) if root else None
+        cut = len(prefix) if prefix else 0
+        redact_min = 0 if redactor is not None and redactor.has_extras else _REDACT_MIN
+        redact = redactor.redact_leaf if redactor is not None else None
+        output_ids = self.output_ids
+        uuid, provider, generated, datetime = (
+            _UUID.fullmatch,
+            _PROVIDER_ID.fullmatch,
+            _GENERATED.fullmatch,
+            _DATETIME.fullmatch,
+        )
+
+        def walk(value: Any, flags: int, ids: IdMap) -> Any:
+            cls = type(value)
+            if cls is str:
+                if flags & _VOLATILE:
+                    return "«volatile»"
+                n = len(value)
+                if redact is not None and n >= redact_min:
+                    value = redact(value, bool(flags & _SECRET))
+                    n = len(value)
+                # Ids are 8+ characters without spaces (see looks_like_id): prose skips this.
+                if use_ids and n >= 8 and " " not in value:
+                    if ids.waiting and _could_be_id(value):
+                        ids.drain(output_ids)
+                    known = ids.get(value)
+                    if known is not None:
+                        return known
+                    if (
+                        (n == 36 and uuid(value))
+                        or (value.startswith(_PROVIDER_PREFIXES) and provider(value))
+                        or (flags & _ID_FIELD and generated(value))
+                    ):
+                        return ids.name(value)
+                if (
+                    timestamps
+                    and n >= 16
+                    and value[4] == "-"
+                    and value[10] in "T "
+                    and datetime(value)
+                ):
+                    return "«ts»"
+                if prefix is not None and value.startswith(prefix):
+                    return value[cut:]
+                return value
+            if cls is dict:
+                result: dict[str, Any] = {}
+                for k, v in value.items():
+                    if type(k) is not str:
+                        raise _NotJSON
+                    fl = cached.get(k)
+                    if fl is None:
+                        fl = flags_of(k)
+                    if fl & _STRIP:
+                        continue
+                    result[k] = walk(v, fl, ids)
+                return result
+            if cls is list or cls is tuple:
+                return [walk(v, flags, ids) for v in value]
+            if cls is bool or value is None:
+                return value
+            if cls is int or cls is float:
+                if cls is int and not -_INT_LIMIT <= value < _INT_LIMIT:
+                    raise _NotJSON
+                if cls is float and not math.isfinite(value):
+                    raise _NotJSON
+                if flags & _VOLATILE or (flags & _TIME and _is_epoch(value)):
+                    return cls(0)
+                return value
+            raise _NotJSON
+
+        return walk
 
     def output_ids(self, out: Any) -> list[str]:
         """The volatile ids in an output, in order of appearance (empty when ids are off)."""

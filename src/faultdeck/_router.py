@@ -57,6 +57,7 @@ T = TypeVar("T")
 
 IN_DOUBT_CHOICES = ("raise", "rerun", "skip")
 _REPLAYING = frozenset({"replay", "append", "resume"})
+_KINDS = frozenset(KINDS)
 
 
 class Router:
@@ -124,6 +125,7 @@ class Router:
         # What a resumed run found in flight, by key, and the last seq the old run began.
         self._in_flight: dict[str, deque[Intent]] = {}
         self._begun = 0
+        self._faulted = False  # whether any recorded call carries a fault
         # Each call's steps.
         self._match = match
         self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
@@ -186,6 +188,7 @@ class Router:
     def _use(self, recording: Recording) -> None:
         self._recording = recording
         self.index.load(recording.entries)
+        self._faulted = any(e.fault is not None for e in recording.entries)
         # stacklevel 6: past here, the opener, open and Deck.open, to Deck.open's caller.
         if recording.interrupted and self._effective != "resume":
             warnings.warn(
@@ -243,7 +246,7 @@ class Router:
             CassetteWriteError: an earlier write failed; the deck no longer records.
             ReplayMiss: the cassette has no answer and the mode may not run the call.
         """
-        if kind not in KINDS:
+        if kind not in _KINDS:
             raise ArgumentError("kind", f"{kind!r} is not one of: {', '.join(KINDS)}")
         if type(name) is not str or not name:
             raise ArgumentError("name", f"{name!r} is not a non-empty string")
@@ -269,7 +272,7 @@ class Router:
             if mode in ("record", "off"):
                 plan.fault = fault
                 return plan
-            head = self.index.peek(key, seq)
+            head = self.index.peek(key, seq) if self._faulted else None
             if head is not None and head.fault is not None:
                 # Recorded under a fault: the answer already carries it, whatever the plan.
                 plan.entry = self.index.take(key, seq)

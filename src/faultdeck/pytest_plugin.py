@@ -38,6 +38,7 @@ _LONGEST_NAME = 100
 DECK_KEY = pytest.StashKey["Deck"]()
 RESOLVED_KEY = pytest.StashKey["Resolved"]()
 REPORTS_KEY = pytest.StashKey[list[tuple[str, Report]]]()
+FAILED_KEY = pytest.StashKey[bool]()
 
 
 class NetworkBlocked(RuntimeError):
@@ -249,6 +250,7 @@ def pytest_runtest_makereport(
     deck = item.stash.get(DECK_KEY, None)
     if deck is None or call.when != "call":
         return report
+    item.stash[FAILED_KEY] = report.failed
     resolved = item.stash[RESOLVED_KEY]
     if call.excinfo is not None and call.excinfo.errisinstance(ReplayMiss):
         how = "with CI set a miss never records; " if resolved.ci else ""
@@ -340,6 +342,11 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
     )
     item.stash[DECK_KEY] = deck
     item.stash[RESOLVED_KEY] = resolved
-    with deck:
+    deck.open()
+    try:
         yield deck
+    finally:
+        # A test that failed while recording leaves a good cassette as it was: the new
+        # recording stays beside it (see Report.kept).
+        deck.close("error" if item.stash.get(FAILED_KEY, False) else "ok")
     item.config.stash[REPORTS_KEY].append((item.nodeid, deck.report()))

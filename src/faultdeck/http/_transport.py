@@ -147,11 +147,11 @@ class _Exchange:
         if entry.result == "error":
             router.serve(plan, entry)  # raises the recorded transport error
         value = entry.value
-        problem = http_answer_problem(value, body=entry.result == "out")
-        if problem is not None:
-            raise CassetteCorrupt(
-                self.deck.path, entry.line or None, f"seq {entry.seq}: {problem}", RESTORE
-            )
+        if entry.kind != "http":  # the reader checked http lines; a model line may be anything
+            problem = http_answer_problem(value, body=entry.result == "out")
+            if problem is not None:
+                where = entry.line or None
+                raise CassetteCorrupt(self.deck.path, where, f"seq {entry.seq}: {problem}", RESTORE)
         fault = None if plan.fault_applied else plan.fault
         how = fault.param("how") if fault is not None and fault.kind == "bad_tool_call" else None
         if entry.result == "out":
