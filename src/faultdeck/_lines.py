@@ -16,35 +16,53 @@ from ._format import RESULT_FIELDS, Entry, Intent
 RESTORE = "restore it from version control or re-record it"
 
 
+_FAST_KINDS = frozenset(k for k in KINDS if k != "http")  # http lines are checked in full
+
+
 def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
-    # The common case, a well-formed out line, checked in one go; anything else takes the
-    # careful path below, which names what is wrong.
+    # The common case, a well-formed out line of an in-process call, checked and built in
+    # one go; anything else takes the careful path below, which names what is wrong.
     get = obj.get
     seq: Any = obj["seq"]
     kind: Any = get("kind")
     key: Any = get("key")
     ms: Any = get("ms", 0)
-    fault: Any = get("fault")
+    schema: Any = get("schema", SCHEMA_DEFAULT)
+    name: Any = get("name")
+    out: Any = get("out", obj)  # the line itself stands for "no out"
     if (
-        "out" in obj
+        out is not obj
         and "error" not in obj
         and "stream" not in obj
+        and "fault" not in obj
         and "args" in obj
         and type(seq) is int
         and seq > 0
-        and kind in KINDS
-        and kind != "http"
+        and kind in _FAST_KINDS
         and type(key) is str
         and key.startswith(kind)
         and key[len(kind) : len(kind) + 1] == ":"
         and (type(ms) is int or type(ms) is float)
         and ms >= 0
-        and fault is None
-        and type(get("schema", SCHEMA_DEFAULT)) is str
+        and type(schema) is str
+        and type(name) is str
+        and name
     ):
-        name: Any = get("name")
-        if type(name) is str and name:
-            return _build(obj, "out", number)
+        return Entry(
+            seq,
+            kind,
+            name,
+            key,
+            obj["args"],
+            "out",
+            out,
+            ms,
+            get("step"),
+            schema,
+            get("meta"),
+            None,
+            number,
+        )
     return _checked_entry(obj, path, number)
 
 
