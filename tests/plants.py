@@ -13,7 +13,7 @@ import random
 import string
 from dataclasses import dataclass
 
-from faultdeck._secrets import SHAPES, Shape
+from faultdeck._keys.secrets import SHAPES, Shape
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits

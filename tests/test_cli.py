@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
-from faultdeck._redact import PATTERNS
+from faultdeck._keys.redact import PATTERNS
 from plants import one_per_pattern
 
 EXE = str(Path(sys.executable).parent / "faultdeck")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
-from faultdeck._config import harness
+from faultdeck._base.config import harness
 
 
 class UpstreamHiccup(Exception):

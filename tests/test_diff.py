@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import faultdeck as fd
-from faultdeck._canonical import make_key
-from faultdeck._cassette import Recording, load
-from faultdeck._diff import (
+from faultdeck._cassette.reader import Recording, load
+from faultdeck._diff.align import (
     CallPathDiff,
     Change,
     diff_recordings,
@@ -20,6 +19,7 @@ from faultdeck._diff import (
     render_json,
     render_text,
 )
+from faultdeck._keys.canonical import make_key
 
 Call = dict[str, Any]
 
@@ -441,7 +441,7 @@ def test_text_folds_agreeing_calls_beyond_the_context(tmp_path: Path) -> None:
 
 
 def test_preview_pair_shows_where_long_strings_differ() -> None:
-    from faultdeck._fields import preview_pair
+    from faultdeck._keys.fields import preview_pair
 
     base = "Make the agent loop respect the retry budget" + " and keep going" * 10
     a, b = preview_pair(base + " once.", base + " twice.", width=40)

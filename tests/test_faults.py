@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultdeck import faults
-from faultdeck._errors import (
+from faultdeck._base.errors import (
     BadToolCall,
     BoundaryError,
     ConfigError,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
-from faultdeck._normalize import IdMap, NormalizeConfig, Normalizer
+from faultdeck._keys.normalize import IdMap, NormalizeConfig, Normalizer
 
 
 def never() -> object:

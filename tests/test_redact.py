@@ -1,4 +1,4 @@
-"""Tests for faultdeck._redact: masks, dropped credential fields, findings and scans.
+"""Tests for faultdeck._keys.redact: masks, dropped credential fields, findings and scans.
 
 Planted secrets are assembled from pieces at run time so that no credential-shaped literal
 sits in this file.
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from faultdeck._redact import (
+from faultdeck._keys.redact import (
     CREDENTIAL_FIELDS,
     MASK_PREFIX,
     PATTERNS,

@@ -14,8 +14,15 @@ from rich.console import Console
 
 import faultdeck as fd
 from faultdeck import faults
-from faultdeck._matrix import SYMBOLS, matrix_json, matrix_summary, matrix_table
-from faultdeck._rehearse import FAULT_MENU, REPLAY_ROW, Cell, Matrix, load_entrypoint, rehearse
+from faultdeck._rehearse.inprocess import (
+    FAULT_MENU,
+    REPLAY_ROW,
+    Cell,
+    Matrix,
+    load_entrypoint,
+    rehearse,
+)
+from faultdeck._rehearse.render import SYMBOLS, matrix_json, matrix_summary, matrix_table
 from faultdeck.workshop import OPS, Workshop
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
-from faultdeck._redact import NOT_SECRET_FIELDS
-from faultdeck._secrets import SHAPES
+from faultdeck._keys.redact import NOT_SECRET_FIELDS
+from faultdeck._keys.secrets import SHAPES
 from plants import ALNUM, ASSIGNMENTS, HEX40, ROWS, URLSAFE, pem, rand
 
 REDACTOR = fd.Redactor()

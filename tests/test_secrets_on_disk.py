@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
-from faultdeck._redact import PATTERNS
+from faultdeck._keys.redact import PATTERNS
 from plants import one_per_pattern
 
 ALNUM = string.ascii_letters + string.digits

@@ -262,7 +262,7 @@ TRIALS = textwrap.dedent(
     def agent(mode, cassette, style, done_log, effects, seed):
         deck = fd.Deck(cassette, mode=mode, allow_side_effects=True, on_harness_change="ignore")
         rng = random.Random(seed)
-        delays = [rng.uniform(0, 0.004) for _ in range(N)]
+        delays = [rng.uniform(0, 0.006) for _ in range(N)]
 
         def work(i):
             time.sleep(delays[i])
@@ -277,7 +277,7 @@ TRIALS = textwrap.dedent(
 
         with deck:
             if style == "threads":
-                with ThreadPoolExecutor(4) as pool:
+                with ThreadPoolExecutor(2) as pool:
                     outs = list(pool.map(
                         lambda i: deck.call("tool", "work", {"i": i}, lambda: work(i))
                         if i % 4 else charge(i), range(N)))
@@ -391,8 +391,8 @@ def test_a_hundred_random_kills_lose_nothing_and_repeat_no_side_effect(tmp_path:
     assert unreadable == [], unreadable[:3]
     unfinished = [r for r in rows if not (r["resumed"] and r["complete"])]
     assert unfinished == [], (unfinished[:3], done.stderr[-2000:])
-    assert max(r["lost"] for r in rows) <= 1
-    assert sum(r["twice"] for r in rows) == 0
+    assert max(r["lost"] for r in rows) <= 1, [r for r in rows if r["lost"] > 1]
+    assert sum(r["twice"] for r in rows) == 0, [r for r in rows if r["twice"]]
     # The kills land mid-run: with calls in flight, side effects in doubt among them.
     assert sum(1 for r in rows if r["in_flight"] and r["entries"]) >= 30
     assert sum(1 for r in rows if r["in_doubt"]) >= 10

@@ -20,14 +20,10 @@ Start with ``Deck``::
 """
 
 from . import faults, http, testing
-from ._canonical import canonical, make_key
-from ._cassette import Entry, Header, Recording, load
-from ._clock import Clock, SystemClock, VirtualClock
-from ._config import Settings, load_settings
-from ._context import current_step, step
-from ._deck import Deck
-from ._diff import CallPathDiff, diff_recordings
-from ._errors import (
+from ._base.clock import Clock, SystemClock, VirtualClock
+from ._base.config import Settings, load_settings
+from ._base.context import current_step, step
+from ._base.errors import (
     ArgumentError,
     BadToolCall,
     BoundaryError,
@@ -50,12 +46,16 @@ from ._errors import (
     SideEffectBlocked,
     TransientError,
 )
-from ._faults import Fault, FaultPlan
-from ._invariants import INVARIANTS, Violation, check
-from ._normalize import NormalizeConfig
-from ._policy import Outcome, Policy, run_steps
-from ._redact import Redactor
-from ._report import CallRecord, CallRef, Repeat, Report
+from ._cassette.reader import Entry, Header, Recording, load
+from ._deck.deck import Deck
+from ._deck.report import CallRecord, CallRef, Repeat, Report
+from ._diff.align import CallPathDiff, diff_recordings
+from ._judge.invariants import INVARIANTS, Violation, check
+from ._judge.policy import Outcome, Policy, run_steps
+from ._keys.canonical import canonical, make_key
+from ._keys.normalize import NormalizeConfig
+from ._keys.redact import Redactor
+from .faults._fault import Fault, FaultPlan
 
 __version__ = "0.1.0"
 

@@ -18,14 +18,14 @@ from rich.console import Console
 from rich.table import Table
 
 from . import faults
-from ._cassette import load
-from ._clock import VirtualClock
-from ._deck import Deck
-from ._diff import diff_recordings, render_text
-from ._errors import BadToolCall, BoundaryError, ProcessKilled
-from ._faults import Fault
-from ._invariants import INVARIANTS, Violation, check
-from ._policy import Outcome, Policy
+from ._base.clock import VirtualClock
+from ._base.errors import BadToolCall, BoundaryError, ProcessKilled
+from ._cassette.reader import load
+from ._deck.deck import Deck
+from ._diff.align import diff_recordings, render_text
+from ._judge.invariants import INVARIANTS, Violation, check
+from ._judge.policy import Outcome, Policy
+from .faults._fault import Fault
 from .workshop import OPS, POLICY, Workshop, record_golden
 
 READ = {"kind": "tool", "name": "read_file"}
@@ -62,7 +62,7 @@ def naive_loop(
     repair: Callable[[Any, BadToolCall], Any] | None = None,
 ) -> list[Outcome]:
     """What many agents ship: retry any error three times, at once."""
-    from ._context import step as step_context
+    from ._base.context import step as step_context
 
     outcomes = []
     for op in ops:

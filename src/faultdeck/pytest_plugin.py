@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from ._clock import SystemClock, VirtualClock
-from ._config import MATCHES, MODES, check_choice
-from ._deck import Deck
-from ._errors import ConfigError, ReplayMiss
-from ._faults import Fault, FaultPlan
-from ._report import Report
+from ._base.clock import SystemClock, VirtualClock
+from ._base.config import MATCHES, MODES, check_choice
+from ._base.errors import ConfigError, ReplayMiss
+from ._deck.deck import Deck
+from ._deck.report import Report
+from .faults._fault import Fault, FaultPlan
 
 KEYS = ("cassette", "faults", "match", "mode", "strict", "allow_side_effects", "clock")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")

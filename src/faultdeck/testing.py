@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._clock import Clock
-from ._invariants import Violation, check
-from ._policy import Outcome, Policy
+from ._base.clock import Clock
+from ._judge.invariants import Violation, check
+from ._judge.policy import Outcome, Policy
 
 
 def assert_invariants(

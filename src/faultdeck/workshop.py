@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import faults
-from ._clock import Clock, VirtualClock
-from ._deck import Deck
-from ._errors import BadToolCall
-from ._faults import FaultPlan
-from ._policy import Outcome, Policy, run_steps
+from ._base.clock import Clock, VirtualClock
+from ._base.errors import BadToolCall
+from ._deck.deck import Deck
+from ._judge.policy import Outcome, Policy, run_steps
+from .faults._fault import FaultPlan
 
 OPS = ("plan", "read", "patch")
 QUESTION = "Make the agent loop respect the retry budget."

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._faults import Fault
+from ..faults._fault import Fault
 
 # Request headers that change what a provider answers.
 KEEP_REQUEST_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})

@@ -7,10 +7,10 @@ import functools
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .._callplan import CallPlan
-from .._clock import VirtualClock
-from .._errorcodec import error_from_json, error_to_json
-from .._format import Entry
+from .._base.clock import VirtualClock
+from .._cassette.errorjson import error_from_json, error_to_json
+from .._cassette.format import Entry
+from .._deck.call import CallPlan
 from ._shapes import error_event, kept_headers
 from ._sse import SSEParser, encode
 

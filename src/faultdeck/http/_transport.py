@@ -18,14 +18,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .._callplan import CallPlan
-from .._canonical import SCHEMA_DEFAULT
-from .._cassette import Entry, http_answer_problem
-from .._clock import VirtualClock
-from .._deck import Deck
-from .._errorcodec import error_to_json
-from .._errors import CassetteCorrupt
-from .._lines import RESTORE
+from .._base.clock import VirtualClock
+from .._base.errors import CassetteCorrupt
+from .._cassette.errorjson import error_to_json
+from .._cassette.lines import RESTORE
+from .._cassette.reader import Entry, http_answer_problem
+from .._deck.call import CallPlan
+from .._deck.deck import Deck
+from .._keys.canonical import SCHEMA_DEFAULT
 from ._shapes import (
     KEEP_REQUEST_HEADERS,
     body_bytes,

@@ -1,0 +1,1 @@
+"""_base: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""

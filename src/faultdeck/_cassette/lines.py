@@ -1,0 +1,198 @@
+"""One cassette line checked: a call, a ``begin`` intent or an ``abort``.
+
+The common line (a well-formed ``out`` of an in-process call) is checked in one go; any
+other takes the careful path, which names what is wrong (what replay would trip over: an
+HTTP answer without its status, a stream without events, a fault that is not an object).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._base.errors import CassetteCorrupt
+from .._keys.canonical import KINDS, SCHEMA_DEFAULT
+from .format import RESULT_FIELDS, Entry, Intent
+
+RESTORE = "restore it from version control or re-record it"
+
+
+_FAST_KINDS = frozenset(k for k in KINDS if k != "http")  # http lines are checked in full
+
+
+def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
+    # The common case, a well-formed out line of an in-process call, checked and built in
+    # one go; anything else takes the careful path below, which names what is wrong.
+    get = obj.get
+    seq: Any = obj["seq"]
+    kind: Any = get("kind")
+    key: Any = get("key")
+    ms: Any = get("ms", 0)
+    schema: Any = get("schema", SCHEMA_DEFAULT)
+    name: Any = get("name")
+    out: Any = get("out", obj)  # the line itself stands for "no out"
+    if (
+        out is not obj
+        and "error" not in obj
+        and "stream" not in obj
+        and "fault" not in obj
+        and "args" in obj
+        and type(seq) is int
+        and seq > 0
+        and kind in _FAST_KINDS
+        and type(key) is str
+        and key.startswith(kind)
+        and key[len(kind) : len(kind) + 1] == ":"
+        and (type(ms) is int or type(ms) is float)
+        and ms >= 0
+        and type(schema) is str
+        and type(name) is str
+        and name
+    ):
+        return Entry(
+            seq,
+            kind,
+            name,
+            key,
+            obj["args"],
+            "out",
+            out,
+            ms,
+            get("step"),
+            schema,
+            get("meta"),
+            None,
+            number,
+        )
+    return _checked_entry(obj, path, number)
+
+
+def _build(obj: dict[str, Any], result: str, number: int) -> Entry:
+    """The entry of a line already checked."""
+    get = obj.get
+    return Entry(
+        obj["seq"],
+        obj["kind"],
+        obj["name"],
+        obj["key"],
+        obj["args"],
+        result,  # type: ignore[arg-type]
+        obj[result],
+        get("ms", 0),
+        get("step"),
+        get("schema", SCHEMA_DEFAULT),
+        get("meta"),
+        get("fault"),
+        number,
+    )
+
+
+def _checked_entry(obj: dict[str, Any], path: str, number: int) -> Entry:
+    seq: Any = obj["seq"]
+    if type(seq) is not int or seq < 1:
+        raise CassetteCorrupt(path, number, f"seq {seq!r} is not a positive integer", RESTORE)
+    problem = _call_problem(obj)
+    results = [r for r in RESULT_FIELDS if r in obj]
+    if problem is None and len(results) != 1:
+        problem = (
+            f"a call has exactly one of out, error, stream (found {', '.join(results) or 'none'})"
+        )
+    if problem is None:
+        problem = _result_problem(obj["kind"], results[0], obj[results[0]])
+    if problem is not None:
+        raise CassetteCorrupt(path, number, f"seq {seq}: {problem}", RESTORE)
+    return _build(obj, results[0], number)
+
+
+def _call_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a call line's fields other than its result, if anything."""
+    kind: Any = obj.get("kind")
+    name: Any = obj.get("name")
+    key: Any = obj.get("key")
+    ms: Any = obj.get("ms", 0)
+    fault: Any = obj.get("fault")
+    if kind not in KINDS:
+        return f"kind {kind!r} is not one of {', '.join(KINDS)}"
+    if type(name) is not str or not name:
+        return "name is missing or not a string"
+    if type(key) is not str or not key.startswith(f"{kind}:"):
+        return f"key {key!r} does not start with '{kind}:'"
+    if "args" not in obj:
+        return "args is missing"
+    if type(ms) not in (int, float) or ms < 0:
+        return f"ms {ms!r} is not a duration"
+    if type(obj.get("schema", SCHEMA_DEFAULT)) is not str:
+        return "schema must be a string"
+    if fault is not None and (type(fault) is not dict or type(fault.get("fault")) is not str):
+        return 'fault must be an object like {"fault": "quota", …}'
+    return None
+
+
+def _result_problem(kind: str, result: str, value: Any) -> str | None:
+    """What is wrong with a call's result as replay will read it, if anything."""
+    if result == "error":
+        if type(value) is not dict or type(value.get("type")) is not str:
+            return "error needs a 'type'"
+        return None
+    if result == "stream":
+        if type(value) is not dict or type(value.get("events")) is not list:
+            return "stream needs 'events'"
+        for i, event in enumerate(value["events"]):
+            if type(event) is not dict:
+                return f"stream events[{i}] is not an object"
+            if type(event.get("ms", 0)) not in (int, float):
+                return f"stream events[{i}].ms is not a number"
+        return http_answer_problem(value, body=False)
+    if kind == "http":
+        return http_answer_problem(value, body=True)
+    return None
+
+
+def http_answer_problem(value: Any, *, body: bool) -> str | None:
+    """What keeps ``value`` from being a stored HTTP answer (``status``, ``headers`` and
+    ``body`` or ``events``), if anything."""
+    if type(value) is not dict:
+        return "an HTTP answer is an object with status, headers and body"
+    if type(value.get("status")) is not int:
+        return "an HTTP answer needs an integer 'status'"
+    headers = value.get("headers")
+    if type(headers) is not dict or not all(type(v) is str for v in headers.values()):
+        return "an HTTP answer needs 'headers', an object of strings"
+    if body and "body" not in value:
+        return "an HTTP answer needs a 'body'"
+    return None
+
+
+def intent(obj: dict[str, Any], path: str, number: int) -> Intent:
+    seq: Any = obj["begin"]
+    kind: Any = obj.get("kind")
+    name: Any = obj.get("name")
+    key: Any = obj.get("key")
+    idem: Any = obj.get("idempotency_key")
+    resumes: Any = obj.get("resumes")
+    if (
+        type(seq) is not int
+        or seq < 1
+        or kind not in KINDS
+        or type(name) is not str
+        or type(key) is not str
+        or not key.startswith(f"{kind}:")
+        or not (idem is None or type(idem) is str)
+        or not (resumes is None or (type(resumes) is int and resumes >= 1))
+    ):
+        raise CassetteCorrupt(
+            path,
+            number,
+            "a begin line needs a positive 'begin', a kind, a name and its key",
+            RESTORE,
+        )
+    return Intent(seq, kind, name, key, obj.get("side_effect") is True, idem, resumes, number)
+
+
+def abort(obj: dict[str, Any], path: str, number: int) -> tuple[int, str]:
+    seq: Any = obj["abort"]
+    key: Any = obj.get("key")
+    if type(seq) is not int or seq < 1 or type(key) is not str:
+        raise CassetteCorrupt(
+            path, number, "an abort line needs a positive 'abort' and a key", RESTORE
+        )
+    return seq, key

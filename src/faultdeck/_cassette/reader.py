@@ -1,0 +1,164 @@
+"""Cassette format v1, read and validated; ``_writer`` writes it. JSON meets the disk only
+in these two modules.
+
+A cassette is JSONL: a header line, one line per call, and an end line written on a clean
+close. While a run is writing, a ``begin`` line goes before each live call (its intent), so
+that after a kill ``resume`` knows which calls were in flight; a clean close drops them.
+Every reader error names the file, the line and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from .._base.errors import (
+    CassetteCorrupt,
+    CassetteError,
+    CassetteNotFound,
+    CassetteVersionError,
+    CassetteWarning,
+)
+from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording
+from .lines import RESTORE as _RESTORE
+from .lines import abort, entry, http_answer_problem, intent
+
+__all__ = [
+    "FORMAT_VERSION",
+    "RESULT_FIELDS",
+    "Durability",
+    "Entry",
+    "Header",
+    "Intent",
+    "Recording",
+    "http_answer_problem",
+    "load",
+    "parse",
+]
+
+Durability = Literal["flush", "fsync"]
+
+
+def load(path: str | os.PathLike[str]) -> Recording:
+    """Read and validate a cassette.
+
+    Raises:
+        CassetteNotFound: there is no such file.
+        CassetteCorrupt: a line is not valid format v1 (the error names it).
+        CassetteVersionError: the file is a newer format version.
+    """
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except FileNotFoundError:
+        raise CassetteNotFound(
+            name, None, "no such cassette", "record it first with mode='record'"
+        ) from None
+    except IsADirectoryError:
+        raise CassetteNotFound(
+            name, None, "is a directory, not a cassette", "pass the path of a .jsonl file"
+        ) from None
+    except OSError as exc:
+        raise CassetteError(name, None, f"cannot be read ({exc.strerror})", "check it") from None
+    return parse(data, name)
+
+
+def parse(data: bytes, path: str = "<memory>") -> Recording:
+    """Validate cassette bytes; see ``load``."""
+    lines = data.split(b"\n")
+    truncated: int | None = None
+    valid_bytes = len(data)
+    if lines[-1] == b"":
+        lines.pop()
+    elif len(lines) > 1 or lines[0]:
+        # The last line has no newline: a crash mid-write, unless it is whole JSON anyway.
+        try:
+            orjson.loads(lines[-1])
+        except orjson.JSONDecodeError:
+            truncated = len(lines)
+            valid_bytes = len(data) - len(lines[-1])
+            lines.pop()
+            warnings.warn(
+                f"{path}:{truncated}: truncated last line skipped (a crash mid-write); "
+                "the calls before it are intact",
+                CassetteWarning,
+                stacklevel=3,
+            )
+    if not lines:
+        raise CassetteCorrupt(path, 1, "empty file, no header", _RESTORE)
+    header = _header(lines[0], path)
+    entries: list[Entry] = []
+    intents: list[Intent] = []
+    aborted: set[tuple[int, str]] = set()
+    end: dict[str, Any] | None = None
+    loads = orjson.loads
+    for number, raw in enumerate(lines[1:], start=2):
+        try:
+            obj = loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise CassetteCorrupt(path, number, f"not JSON ({exc})", _RESTORE) from None
+        except RecursionError:
+            raise CassetteCorrupt(path, number, "nested too deeply", _RESTORE) from None
+        if type(obj) is not dict:
+            raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
+        if "seq" in obj:
+            entries.append(entry(obj, path, number))
+        elif "begin" in obj:
+            intents.append(intent(obj, path, number))
+        elif "abort" in obj:
+            aborted.add(abort(obj, path, number))
+        elif "end" in obj and type(obj["end"]) is dict:
+            end = obj["end"]
+            continue
+        else:
+            raise CassetteCorrupt(
+                path, number, "neither a call (no 'seq') nor an end line", _RESTORE
+            )
+        end = None  # the run went on after an end line (append, resume)
+    return Recording(
+        path,
+        header,
+        tuple(entries),
+        end,
+        truncated,
+        valid_bytes,
+        tuple(intents),
+        frozenset(aborted),
+    )
+
+
+def _header(raw: bytes, path: str) -> Header:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CassetteCorrupt(path, 1, f"header is not JSON ({exc})", _RESTORE) from None
+    if type(obj) is not dict or "faultdeck" not in obj:
+        raise CassetteCorrupt(
+            path,
+            1,
+            'no header: the first line of a cassette is {"faultdeck": 1, …}',
+            "is this file a faultdeck cassette?",
+        )
+    version = obj.pop("faultdeck")
+    if type(version) is not int or version < 1:
+        raise CassetteCorrupt(path, 1, f"format version {version!r} is not valid", _RESTORE)
+    if version > FORMAT_VERSION:
+        raise CassetteVersionError(
+            path,
+            1,
+            f"written in cassette format {version}; this faultdeck reads format {FORMAT_VERSION}",
+            "upgrade faultdeck (pip install -U faultdeck)",
+        )
+    match = obj.pop("match", "keyed")
+    if match not in ("keyed", "strict"):
+        raise CassetteCorrupt(path, 1, f"match {match!r} is not 'keyed' or 'strict'", _RESTORE)
+    harness = obj.pop("harness", {})
+    env = obj.pop("env", {})
+    volatile = obj.pop("volatile", [])
+    if type(harness) is not dict or type(env) is not dict or type(volatile) is not list:
+        raise CassetteCorrupt(path, 1, "harness and env must be objects, volatile a list", _RESTORE)
+    return Header(version, match, harness, env, tuple(str(v) for v in volatile), obj)

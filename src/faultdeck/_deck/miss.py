@@ -1,0 +1,139 @@
+"""The message and fields of a ``ReplayMiss``: which call, after how many agreeing, what changed.
+
+Pure: given the call and the recording, it builds the error; it runs only on a miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from .._base.errors import ReplayMiss
+from .._cassette.format import Entry
+from .._keys.fields import field_diff, preview_pair
+
+NEAREST_LIMIT = 500
+DIFF_SHOWN = 8
+
+
+def build_miss(
+    *,
+    cassette: str,
+    seq: int,
+    kind: str,
+    name: str,
+    key: str,
+    args: Any,
+    schema: str,
+    agreed: int,
+    recorded: int,
+    asked: int,
+    strict: bool,
+    entries: Sequence[Entry],
+    unused: Collection[int],
+) -> ReplayMiss:
+    """Build the ``ReplayMiss`` for a call with no answer left.
+
+    Args:
+        cassette: the cassette's path.
+        seq, kind, name, key: the call.
+        args: the call's normalized args, redacted as they are stored.
+        schema: the call's schema version.
+        agreed: calls answered from the cassette before this one.
+        recorded: how often this key was recorded.
+        asked: how often this key has been asked, this call included.
+        strict: whether matching is strict.
+        entries: every recorded call.
+        unused: ``id()`` of the recorded calls not yet used.
+    """
+    lines = [
+        f"replay miss at seq {seq}: {kind} {name} (key {key}) has no recorded answer left "
+        f"in {cassette}",
+        f"  {agreed} call{_s(agreed)} agreed with the recording before it.",
+    ]
+    if recorded:
+        lines.append(
+            f"  this key was recorded {recorded} time{_s(recorded)} and is now asked a "
+            f"{_ordinal(asked)} time: a retry storm, or a loop that repeats itself"
+            + (" (or a call out of its recorded position: match is strict)" if strict else "")
+        )
+    diff: tuple[tuple[str, Any, Any], ...] = ()
+    near: dict[str, Any] | None = None
+    best = _nearest(seq, kind, name, args, entries, unused)
+    if best is not None:
+        diff = tuple(field_diff(best.args, args))
+        near = {"seq": best.seq, "key": best.key, "line": best.line, "args": best.args}
+        lines.append(
+            f"  nearest recorded {kind} {name}: seq {best.seq}, key {best.key}, "
+            f"{cassette}:{best.line}{'' if id(best) in unused else ' (already used)'}"
+        )
+        for path, was, now in diff[:DIFF_SHOWN]:
+            recorded_text, asked_text = preview_pair(was, now)
+            lines.append(f"    {path}: recorded {recorded_text}, now {asked_text}")
+        if len(diff) > DIFF_SHOWN:
+            lines.append(f"    … and {len(diff) - DIFF_SHOWN} more differing fields")
+        if best.schema != schema:
+            same = "args are equal; " if not diff else ""
+            lines.append(
+                f"    {same}the schema version differs: recorded {best.schema!r}, now {schema!r}"
+            )
+        elif not diff and best.key != key:
+            lines.append(_same_args(strict, best.seq, seq))
+    elif not recorded:
+        names = sorted({e.name for e in entries if e.kind == kind})
+        lines.append(
+            f"  nothing named {name} was recorded; recorded {kind} calls: "
+            f"{', '.join(names[:10]) or 'none'}"
+        )
+    lines.append(
+        "  if the change is intended, re-record (mode='record'), or record only the new calls "
+        "with mode='append'"
+    )
+    return ReplayMiss(
+        "\n".join(lines),
+        seq=seq,
+        kind=kind,
+        name=name,
+        key=key,
+        agreed=agreed,
+        nearest=near,
+        diff=diff,
+    )
+
+
+def _same_args(strict: bool, recorded_seq: int, seq: int) -> str:
+    """Why a call with the recorded args and schema still has another key."""
+    if strict and recorded_seq != seq:
+        return f"    the args agree, but it was recorded at seq {recorded_seq} (match is strict)"
+    return (
+        "    the args agree as stored, but the recorded key was made from other values "
+        "(an older faultdeck keyed secrets unmasked); re-record"
+    )
+
+
+def _nearest(
+    seq: int, kind: str, name: str, args: Any, entries: Sequence[Entry], unused: Collection[int]
+) -> Entry | None:
+    """The recorded call of the same kind and name most like this one: unused first, then
+    fewest differing fields, then closest in position."""
+    same = [e for e in entries if e.name == name and e.kind == kind]
+    if not same:
+        return None
+    same.sort(key=lambda e: abs(e.seq - seq))
+    return min(
+        same[:NEAREST_LIMIT],
+        key=lambda e: (
+            id(e) not in unused,
+            len(field_diff(e.args, args, limit=1000)),
+            abs(e.seq - seq),
+        ),
+    )
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

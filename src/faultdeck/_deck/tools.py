@@ -1,0 +1,99 @@
+"""``@deck.tool``: a function whose every call is a ``tool`` boundary call."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from .._base.context import current_idempotency_key
+from .._base.errors import ConfigError
+
+if TYPE_CHECKING:
+    from .deck import Deck
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def wrap_tool(
+    deck: Deck,
+    func: F,
+    *,
+    name: str,
+    schema_version: str,
+    side_effect: bool,
+    dry_run: Callable[..., Any] | None,
+    on_in_doubt: str = "raise",
+    idempotency_key: str | None = None,
+) -> F:
+    """Wrap a sync or async function so each call goes through ``deck``.
+
+    The call's args are the function's bound arguments with defaults applied, so
+    ``f(1)`` and ``f(a=1)`` have one key; the idempotency key parameter is left out.
+
+    Raises:
+        ConfigError: ``idempotency_key`` names no keyword parameter of the function.
+    """
+    signature = inspect.signature(func)
+    if idempotency_key is not None:
+        param = signature.parameters.get(idempotency_key)
+        if param is None or param.kind not in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD):
+            raise ConfigError(
+                f"@deck.tool(idempotency_key={idempotency_key!r}): {func.__name__} has no "
+                f"keyword parameter {idempotency_key!r} to receive it"
+            )
+        # With a key that stays the same, running the call again is safe.
+        on_in_doubt = "rerun"
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if idempotency_key is not None:
+            kwargs = {**kwargs, idempotency_key: None}  # given by the deck, never by callers
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        if idempotency_key is not None:
+            del arguments[idempotency_key]
+        return arguments
+
+    def keyed(kwargs: dict[str, Any]) -> dict[str, Any]:
+        if idempotency_key is None:
+            return kwargs
+        return {**kwargs, idempotency_key: current_idempotency_key()}
+
+    def stub(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any] | None:
+        if dry_run is None:
+            return None
+        return lambda: dry_run(*args, **keyed(kwargs))
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            return await deck.acall(
+                "tool",
+                name,
+                bind(args, kwargs),
+                lambda: func(*args, **keyed(kwargs)),
+                schema=schema_version,
+                side_effect=side_effect,
+                dry_run=stub(args, kwargs),
+                on_in_doubt=on_in_doubt,
+            )
+
+        return cast(F, async_wrapper)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return deck.call(
+            "tool",
+            name,
+            bind(args, kwargs),
+            lambda: func(*args, **keyed(kwargs)),
+            schema=schema_version,
+            side_effect=side_effect,
+            dry_run=stub(args, kwargs),
+            on_in_doubt=on_in_doubt,
+        )
+
+    return cast(F, wrapper)

@@ -1,0 +1,497 @@
+"""Call-path diff of two cassettes: aligned calls, the first divergence, field-level changes.
+
+Pure: two ``Recording`` objects in, a ``CallPathDiff`` out; the renderers make text for
+terminals, a JSON-ready dict for machines and one self-contained HTML page for people.
+
+Each side's calls are put in start order (``seq``, so concurrent runs align by the order
+calls began, not finished) and aligned by ``(kind, name, key)`` with ``difflib``. Between
+equal stretches, calls of the same kind and name are paired in order as "changed" rows with a
+field-level diff; the rest are "removed" (only in A) or "added" (only in B). Ignored fields
+(``ignore=`` plus both headers' ``volatile``) are dropped at any depth before comparing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import html
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from .._cassette.reader import Entry, Recording
+from .._keys.canonical import make_key
+from .._keys.fields import field_diff, preview, preview_pair
+from .._keys.normalize import IdMap, Normalizer
+
+Op = Literal["same", "changed", "removed", "added"]
+OPS: tuple[Op, ...] = ("same", "changed", "removed", "added")
+
+_MARK = {"same": " ", "changed": "~", "removed": "-", "added": "+"}
+# Changes listed per changed call in text; JSON and HTML list them all.
+_TEXT_CHANGES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One field that differs between two paired calls.
+
+    Attributes:
+        path: where, e.g. ``args.top_k`` or ``out.choices[0].message.content``; ``schema``
+            for the tool's schema version, ``result`` when one call returned and the other
+            raised or streamed.
+        a: the value in A, or ``"<absent>"`` (``_fields.ABSENT``) when A lacks the field.
+        b: the value in B, likewise.
+    """
+
+    path: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One aligned position of the call path.
+
+    Attributes:
+        op: ``same``; ``changed`` (same kind and name, different args or, with responses,
+            different result); ``removed`` (only in A); ``added`` (only in B).
+        a: the call in A (``None`` when added).
+        b: the call in B (``None`` when removed).
+        changes: what differs, for ``changed`` rows.
+    """
+
+    op: Op
+    a: Entry | None
+    b: Entry | None
+    changes: tuple[Change, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CallPathDiff:
+    """The aligned call paths of two cassettes.
+
+    Attributes:
+        a: the path of A.
+        b: the path of B.
+        rows: every aligned position, in call order.
+        first: the index in ``rows`` of the first row that is not ``same``; ``None`` when
+            the two agree.
+        responses: whether results were compared.
+        ignored: the field names that were never compared, sorted.
+    """
+
+    a: str
+    b: str
+    rows: tuple[Row, ...]
+    first: int | None
+    responses: bool = False
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def identical(self) -> bool:
+        """Whether every call agrees."""
+        return self.first is None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many rows of each op, every op present."""
+        return {op: sum(1 for row in self.rows if row.op == op) for op in OPS}
+
+    def first_divergence(self) -> str:
+        """One line: where the runs first part and how, or that they agree."""
+        if self.first is None:
+            n = len(self.rows)
+            return f"no divergence: {n} call{_s(n)} agree{'s' if n == 1 else ''}"
+        row = self.rows[self.first]
+        # Every row before the first divergence is "same", so its index counts them.
+        agreed = self.first
+        return (
+            f"first divergence at {_where(row)} (after {agreed} agreeing call{_s(agreed)}): "
+            f"{_what(row, 40)}"
+        )
+
+
+def diff_recordings(
+    a: Recording, b: Recording, *, responses: bool = False, ignore: Iterable[str] = ()
+) -> CallPathDiff:
+    """Align the calls of two recordings and say where and how they differ.
+
+    Args:
+        a: the first recording (the baseline).
+        b: the second recording.
+        responses: compare results (outputs, errors, streams) too, not just what was asked.
+        ignore: field names, at any depth, whose values are never compared; both headers'
+            ``volatile`` lists are added.
+    """
+    ignored = frozenset(ignore) | frozenset(a.header.volatile) | frozenset(b.header.volatile)
+    # Start order, not file order: concurrent calls finish (and are written) out of seq.
+    side_a = sorted(a.entries, key=lambda e: (e.seq, e.line))
+    side_b = sorted(b.entries, key=lambda e: (e.seq, e.line))
+    pairer = _Pairer(side_a, side_b, ignored, responses)
+    matcher = difflib.SequenceMatcher(
+        None,
+        [_token(e, ignored) for e in side_a],
+        [_token(e, ignored) for e in side_b],
+        autojunk=False,
+    )
+    rows: list[Row] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows.extend(
+                pairer.pair(i, j) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
+            )
+        else:
+            rows.extend(pairer.replace(i1, i2, j1, j2))
+    first = next((i for i, row in enumerate(rows) if row.op != "same"), None)
+    return CallPathDiff(a.path, b.path, tuple(rows), first, responses, tuple(sorted(ignored)))
+
+
+class _Pairer:
+    """Turns aligned positions into rows; holds each side's comparable results."""
+
+    __slots__ = ("_a", "_b", "_ignored", "_out_a", "_out_b")
+
+    def __init__(
+        self, a: Sequence[Entry], b: Sequence[Entry], ignored: frozenset[str], responses: bool
+    ) -> None:
+        self._a = a
+        self._b = b
+        self._ignored = ignored
+        self._out_a = _comparable_results(a, ignored) if responses else None
+        self._out_b = _comparable_results(b, ignored) if responses else None
+
+    def pair(self, i: int, j: int) -> Row:
+        ea, eb = self._a[i], self._b[j]
+        changes: list[Change] = []
+        if ea.schema != eb.schema:
+            changes.append(Change("schema", ea.schema, eb.schema))
+        args_a, args_b = _strip(ea.args, self._ignored), _strip(eb.args, self._ignored)
+        changes.extend(Change(*c) for c in field_diff(args_a, args_b, "args"))
+        if self._out_a is not None and self._out_b is not None:
+            if ea.result != eb.result:
+                changes.append(Change("result", ea.result, eb.result))
+            else:
+                diff = field_diff(self._out_a[i], self._out_b[j], ea.result)
+                changes.extend(Change(*c) for c in diff)
+        # Keys that differ only through ignored fields leave nothing to show: the calls agree.
+        return Row("changed" if changes else "same", ea, eb, tuple(changes))
+
+    def replace(self, i1: int, i2: int, j1: int, j2: int) -> list[Row]:
+        """Pair A[i1:i2] with B[j1:j2] by kind and name, greedily and in order."""
+        # Positions in B per (kind, name): a queue per name keeps pairing linear.
+        slots: dict[tuple[str, str], deque[int]] = {}
+        for k in range(j1, j2):
+            slots.setdefault((self._b[k].kind, self._b[k].name), deque()).append(k)
+        rows: list[Row] = []
+        j = j1
+        for i in range(i1, i2):
+            entry = self._a[i]
+            queue = slots.get((entry.kind, entry.name))
+            while queue and queue[0] < j:
+                queue.popleft()
+            if not queue:
+                rows.append(Row("removed", entry, None))
+                continue
+            k = queue.popleft()
+            rows.extend(Row("added", None, self._b[m]) for m in range(j, k))
+            rows.append(self.pair(i, k))
+            j = k + 1
+        rows.extend(Row("added", None, self._b[m]) for m in range(j, j2))
+        return rows
+
+
+def _token(entry: Entry, ignored: frozenset[str]) -> tuple[str, str, str]:
+    if not ignored:
+        return (entry.kind, entry.name, entry.key)
+    # The recorded key may have hashed an ignored field; recompute it from the stored args
+    # without them, on both sides alike.
+    args = _strip(entry.args, ignored)
+    return (entry.kind, entry.name, make_key(entry.kind, entry.name, args, entry.schema))
+
+
+def _strip(value: Any, ignored: frozenset[str]) -> Any:
+    """``value`` without the ignored dict keys, at any depth."""
+    if not ignored:
+        return value
+    cls = type(value)
+    if cls is dict:
+        return {k: _strip(v, ignored) for k, v in value.items() if k not in ignored}
+    if cls is list:
+        return [_strip(v, ignored) for v in value]
+    return value
+
+
+def _comparable_results(entries: Sequence[Entry], ignored: frozenset[str]) -> list[Any]:
+    """Each call's result as compared: ignored fields dropped, stream noise dropped, and
+    provider ids renamed to ``«id:N»`` by first appearance over this side's run."""
+    values = [_strip(_denoise(e), ignored) for e in entries]
+    normalizer = Normalizer()
+    ids = IdMap()
+    for value in values:
+        ids.learn(normalizer.output_ids(value))
+    return [_rename(value, ids) for value in values]
+
+
+def _denoise(entry: Entry) -> Any:
+    value = entry.value
+    if entry.result == "stream" and type(value) is dict and type(value.get("events")) is list:
+        return {**value, "events": [_event(ev) for ev in value["events"]]}
+    return value
+
+
+def _event(event: Any) -> Any:
+    if type(event) is not dict:
+        return event
+    # An event's ms is a timing, not content.
+    result = {k: v for k, v in event.items() if k != "ms"}
+    data = result.get("data")
+    if type(data) is str and data[:1] in ("{", "["):
+        # SSE data is JSON text: parsed, its ids can be renamed and its fields diffed.
+        with contextlib.suppress(orjson.JSONDecodeError):
+            result["data"] = orjson.loads(data)
+    return result
+
+
+def _rename(value: Any, ids: IdMap) -> Any:
+    cls = type(value)
+    if cls is str:
+        return ids.get(value) or value
+    if cls is dict:
+        return {k: _rename(v, ids) for k, v in value.items()}
+    if cls is list:
+        return [_rename(v, ids) for v in value]
+    return value
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _either(row: Row) -> Entry:
+    if row.a is not None:
+        return row.a
+    if row.b is not None:
+        return row.b
+    raise ValueError("a row holds at least one call")
+
+
+def _where(row: Row) -> str:
+    if row.a is not None and row.b is not None:
+        same = row.a.seq == row.b.seq
+        return f"seq {row.a.seq}" if same else f"seq {row.a.seq} of A / {row.b.seq} of B"
+    return f"seq {_either(row).seq} of {'A' if row.a is not None else 'B'}"
+
+
+def _what(row: Row, width: int) -> str:
+    entry = _either(row)
+    call = f"{entry.kind} {entry.name}"
+    if row.op == "removed":
+        return f"{call} only in A"
+    if row.op == "added":
+        return f"{call} only in B"
+    c = row.changes[0]
+    more = len(row.changes) - 1
+    extra = f" (+{more} more field{_s(more)})" if more else ""
+    a, b = preview_pair(c.a, c.b, width)
+    return f"{call}: {c.path} {a} → {b}{extra}"
+
+
+def _seq(entry: Entry | None) -> str:
+    return "·" if entry is None else str(entry.seq)
+
+
+def _key(row: Row) -> str:
+    if row.a is not None and row.b is not None and row.a.key != row.b.key:
+        return f"{row.a.key} → {row.b.key}"
+    return _either(row).key
+
+
+def _verdict(diff: CallPathDiff) -> str:
+    counts = diff.counts
+    total = len(diff.rows)
+    parts = ", ".join(f"{counts[op]} {op}" for op in OPS)
+    return f"{total} aligned call{_s(total)}: {parts}"
+
+
+def _clip(line: str, width: int, *, left: bool = False) -> str:
+    if len(line) <= width:
+        return line
+    # For file paths the name at the end says more than the folders at the start.
+    return "…" + line[len(line) - width + 1 :] if left else line[: width - 1] + "…"
+
+
+def render_text(diff: CallPathDiff, *, context: int = 2, width: int = 100) -> str:
+    """The diff for a terminal: a summary, then the differing calls with ``context`` agreeing
+    calls around each; longer runs of agreeing calls are folded. No line exceeds ``width``.
+
+    Args:
+        diff: the diff.
+        context: agreeing calls shown before and after each differing one.
+        width: the longest line, in characters.
+    """
+    width = max(width, 40)
+    lines = [
+        "A: " + _clip(diff.a, width - 3, left=True),
+        "B: " + _clip(diff.b, width - 3, left=True),
+        _verdict(diff),
+    ]
+    if diff.ignored:
+        lines.append("ignored fields: " + ", ".join(diff.ignored))
+    lines.append(diff.first_divergence())
+    if diff.first is not None:
+        lines += ["", "  seq A seq B  call   (~ changed, - only in A, + only in B)"]
+        lines += _text_rows(diff.rows, context, width)
+    return "\n".join(_clip(line, width) for line in lines) + "\n"
+
+
+def _text_rows(rows: Sequence[Row], context: int, width: int) -> list[str]:
+    ends = [i for i, row in enumerate(rows) if row.op != "same"]
+    shown = {k for i in ends for k in range(i - context, i + context + 1)}
+    lines: list[str] = []
+    folded = 0
+    for i, row in enumerate(rows):
+        if i not in shown:
+            folded += 1
+            continue
+        if folded:
+            lines.append(f"  … {folded} agreeing call{_s(folded)}")
+            folded = 0
+        entry = _either(row)
+        lines.append(
+            f"{_MARK[row.op]} {_seq(row.a):>5} {_seq(row.b):>5}  "
+            f"{entry.kind} {entry.name}  {_key(row)}"
+        )
+        for c in row.changes[:_TEXT_CHANGES]:
+            # Split what is left of the line between the two values.
+            room = max(12, (width - 16 - len(c.path)) // 2)
+            a, b = preview_pair(c.a, c.b, room)
+            lines.append(f"{'':14}{c.path}: {a} → {b}")
+        if len(row.changes) > _TEXT_CHANGES:
+            hidden = len(row.changes) - _TEXT_CHANGES
+            lines.append(f"{'':14}… and {hidden} more differing field{_s(hidden)}")
+    if folded:
+        lines.append(f"  … {folded} agreeing call{_s(folded)}")
+    return lines
+
+
+def render_json(diff: CallPathDiff) -> dict[str, Any]:
+    """The diff as a JSON-ready dict.
+
+    Agreeing calls are summarized by ``counts["same"]``; every other row is listed in
+    ``rows`` with its ``index`` in the full alignment, so positions can be recovered.
+    ``first`` is that same object for the first divergence plus ``agreeing`` (the calls
+    that agreed before it) and ``text`` (``first_divergence()``), or ``None``.
+    """
+    first: dict[str, Any] | None = None
+    if diff.first is not None:
+        first = _row_json(diff.first, diff.rows[diff.first])
+        first["agreeing"] = diff.first
+        first["text"] = diff.first_divergence()
+    return {
+        "a": diff.a,
+        "b": diff.b,
+        "identical": diff.identical,
+        "responses": diff.responses,
+        "ignored": list(diff.ignored),
+        "counts": diff.counts,
+        "first": first,
+        "rows": [_row_json(i, row) for i, row in enumerate(diff.rows) if row.op != "same"],
+    }
+
+
+def _row_json(index: int, row: Row) -> dict[str, Any]:
+    entry = _either(row)
+    return {
+        "index": index,
+        "op": row.op,
+        "seq_a": None if row.a is None else row.a.seq,
+        "seq_b": None if row.b is None else row.b.seq,
+        "kind": entry.kind,
+        "name": entry.name,
+        "key_a": None if row.a is None else row.a.key,
+        "key_b": None if row.b is None else row.b.key,
+        "changes": [{"path": c.path, "a": c.a, "b": c.b} for c in row.changes],
+    }
+
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
+h1 { font-size: 1.3rem; margin: 0 0 .6rem; } dt { font-weight: 600; }
+code, td { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; }
+dl { display: grid; grid-template-columns: auto 1fr; gap: .2rem .8rem; margin: 0 0 .8rem; }
+dd { margin: 0; word-break: break-all; } .verdict { font-weight: 600; }
+.verdict.ok { color: #1a7f37; } .verdict.diverged { color: #b35900; }
+.first { background: #fff4d6; border-left: 4px solid #e0a100; padding: .5rem .8rem; }
+table { border-collapse: collapse; width: 100%; } table.calls { margin-top: 1rem; }
+th, td { border: 1px solid #ddd; padding: .2rem .45rem; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; } tr.same td { color: #555; }
+tr.changed > td { background: #fff8e1; } tr.removed > td { background: #fdecea; }
+tr.added > td { background: #e9f7ef; } tr.is-first > td { outline: 2px solid #e0a100; }
+table.fields td { white-space: pre-wrap; word-break: break-all; border-color: #e6d9a8; }
+"""
+
+
+def render_html(diff: CallPathDiff) -> str:
+    """The diff as one self-contained HTML page: inline CSS, no scripts, nothing fetched.
+
+    A header with both paths and the verdict, the first divergence highlighted, a table of
+    aligned calls (A and B side by side, coloured by op) and each changed call's fields.
+    Every value from the cassettes is escaped.
+    """
+    e = html.escape
+    state = "ok" if diff.identical else "diverged"
+    out = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">',
+        f"<title>faultdeck diff: {e(diff.first_divergence())}</title>",
+        f"<style>{_CSS}</style></head>\n<body>\n<h1>faultdeck call-path diff</h1>",
+        f"<dl><dt>A</dt><dd><code>{e(diff.a)}</code></dd>"
+        f"<dt>B</dt><dd><code>{e(diff.b)}</code></dd></dl>",
+        f'<p class="verdict {state}">{"identical" if diff.identical else "diverged"}: '
+        f"{e(_verdict(diff))}</p>",
+    ]
+    if diff.ignored:
+        out.append(f"<p>ignored fields: <code>{e(', '.join(diff.ignored))}</code></p>")
+    link = "" if diff.first is None else f' <a href="#row-{diff.first}">show</a>'
+    out.append(f'<p class="first">{e(diff.first_divergence())}{link}</p>')
+    out.append(
+        '<table class="calls">\n<thead><tr><th rowspan="2">op</th><th colspan="4">A</th>'
+        '<th colspan="4">B</th></tr><tr>'
+        + "<th>seq</th><th>kind</th><th>name</th><th>key</th>" * 2
+        + "</tr></thead>\n<tbody>"
+    )
+    for i, row in enumerate(diff.rows):
+        classes = row.op + (" is-first" if i == diff.first else "")
+        cells = "".join(_html_side(entry) for entry in (row.a, row.b))
+        out.append(
+            f'<tr class="{classes}" id="row-{i}"><td title="{row.op}">{e(_MARK[row.op])}</td>'
+            f"{cells}</tr>"
+        )
+        if row.changes:
+            nested = _html_changes(row)
+            out.append(f'<tr class="{row.op}"><td></td><td colspan="8">{nested}</td></tr>')
+    out.append("</tbody>\n</table>\n</body>\n</html>\n")
+    return "\n".join(out)
+
+
+def _html_side(entry: Entry | None) -> str:
+    if entry is None:
+        return '<td colspan="4"></td>'
+    e = html.escape
+    return (
+        f"<td>{entry.seq}</td><td>{e(entry.kind)}</td><td>{e(entry.name)}</td>"
+        f"<td><code>{e(entry.key)}</code></td>"
+    )
+
+
+def _html_changes(row: Row) -> str:
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(c.path)}</td><td>{e(preview(c.a, 400))}</td>"
+        f"<td>{e(preview(c.b, 400))}</td></tr>"
+        for c in row.changes
+    )
+    return f'<table class="fields"><tr><th>field</th><th>A</th><th>B</th></tr>{rows}</table>'

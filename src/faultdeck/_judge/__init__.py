@@ -1,0 +1,1 @@
+"""_judge: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""

@@ -1,0 +1,224 @@
+"""The degradation policy and a loop that follows it.
+
+    failure                      policy                                        logged
+    quota, Retry-After present   one retry after the stated delay, then stop;  retry_after
+                                 stop at once if the delay exceeds
+                                 max_retry_after or the wait budget left
+    quota, no header             stop at once                                  reason=quota
+    quota, non-retryable code    stop at once (insufficient_quota, spend caps) reason
+    timeout / transient          up to max_attempts, exponential backoff with  attempts
+                                 seeded jitter, then degrade
+    schema-invalid tool call     one repair call, then degrade                 reason=schema
+    slow first token             no retry; halve concurrency (AIMD)            elapsed_ms
+
+``run_steps`` is that table as a loop. Time comes from the clock passed in, randomness from
+the policy's seed: the same faults on the same cassette always give the same outcomes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .._base.clock import Clock
+from .._base.context import step as step_context
+from .._base.errors import BadToolCall, BoundaryError, ConfigError, QuotaExhausted, TransientError
+
+Status = Literal["ok", "degraded", "stopped"]
+
+NON_RETRYABLE_QUOTA = frozenset(
+    {"insufficient_quota", "billing_hard_limit_reached", "spend_cap_reached", "billing_error"}
+)
+"""Quota error codes that no wait fixes: retrying them is always wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How a loop degrades. Frozen: one policy describes every run it judges.
+
+    Args:
+        max_attempts: attempts per op for timeouts and transient errors (1 = no retry).
+        base_delay: the first backoff, in seconds; it doubles per attempt.
+        max_delay: no single backoff is longer.
+        max_total_wait: the run never waits longer in all (backoffs and Retry-After).
+        max_retry_after: a Retry-After longer than this stops the run instead.
+        slow_first_token_ms: a call slower than this halves the concurrency limit.
+        concurrency: the concurrency limit the run starts with.
+        max_concurrency: the additive increase never goes above this.
+        seed: seeds the backoff jitter.
+    """
+
+    max_attempts: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_total_wait: float = 30.0
+    max_retry_after: float = 60.0
+    slow_first_token_ms: float = 2000.0
+    concurrency: int = 8
+    max_concurrency: int = 64
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError(f"Policy.max_attempts must be >= 1, got {self.max_attempts}")
+        for name in ("base_delay", "max_delay", "max_total_wait", "max_retry_after"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"Policy.{name} must be >= 0, got {getattr(self, name)}")
+        if not 1 <= self.concurrency <= self.max_concurrency:
+            raise ConfigError("Policy.concurrency must be between 1 and max_concurrency")
+
+    def backoff(self, failures: int, rng: random.Random) -> float:
+        """The wait after the ``failures``-th failed attempt: exponential with equal jitter,
+        so it is never zero and never above ``max_delay``."""
+        cap = min(self.max_delay, self.base_delay * 2 ** (failures - 1))
+        return rng.uniform(cap / 2, cap)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One op's result as the loop saw it.
+
+    Attributes:
+        op: the op.
+        status: ``ok``, ``degraded`` (gave up on this op, the run goes on) or ``stopped``
+            (the run ends here).
+        value: what the op returned (the repaired value after a repair; ``None`` when
+            degraded or stopped).
+        reason: why it is not plainly ok: ``quota``, ``quota_non_retryable``, ``transient``,
+            ``schema``, ``repaired``, ``slow_first_token``, ``wait_budget``.
+        attempts: how many times the op's step ran (the repair call not included).
+        retry_after: the Retry-After the op received, as the header says it (``"2"``).
+        elapsed_ms: how long the last attempt took on the clock.
+        concurrency: the concurrency limit after this op (AIMD).
+    """
+
+    op: Any
+    status: Status
+    value: Any = None
+    reason: str | None = None
+    attempts: int = 1
+    retry_after: str | None = None
+    elapsed_ms: float = 0.0
+    concurrency: int | None = None
+
+
+def run_steps(
+    step: Callable[[Any], Any],
+    ops: Iterable[Any],
+    policy: Policy,
+    *,
+    clock: Clock,
+    repair: Callable[[Any, BadToolCall], Any] | None = None,
+) -> list[Outcome]:
+    """Run ``step(op)`` for each op, degrading as ``policy`` says; return the outcomes.
+
+    Each op runs inside ``fd.step(op)``, so the deck labels its calls and the invariants can
+    count them. The run stops at a quota stop and returns every outcome so far: completed
+    work survives.
+
+    Args:
+        step: does one op through the deck and returns its value.
+        ops: the ops, in order.
+        policy: the degradation policy.
+        clock: where waits happen and time is read.
+        repair: ``repair(op, error)`` makes the one stricter repair call after a
+            schema-invalid tool call; raising ``BadToolCall`` again means degraded.
+    """
+    runner = _Runner(step, policy, clock, repair)
+    outcomes: list[Outcome] = []
+    for op in ops:
+        with step_context(op):
+            outcome = runner.run(op)
+        outcomes.append(outcome)
+        if outcome.status == "stopped":
+            break
+    return outcomes
+
+
+class _Runner:
+    def __init__(
+        self,
+        step: Callable[[Any], Any],
+        policy: Policy,
+        clock: Clock,
+        repair: Callable[[Any, BadToolCall], Any] | None,
+    ) -> None:
+        self.step = step
+        self.policy = policy
+        self.clock = clock
+        self.repair = repair
+        self.rng = random.Random(policy.seed)
+        self.waited = 0.0
+        self.concurrency = policy.concurrency
+
+    def wait(self, seconds: float) -> None:
+        self.waited += seconds
+        self.clock.sleep(seconds)
+
+    def run(self, op: Any) -> Outcome:
+        policy = self.policy
+        attempts = 0
+        transient_failures = 0
+        retry_after: str | None = None
+        quota_retried = False
+        while True:
+            attempts += 1
+            started = self.clock.now()
+            try:
+                value = self.step(op)
+            except QuotaExhausted as exc:
+                after = exc.retry_after
+                retry_after = _header(after) if after is not None else None
+                if exc.code in NON_RETRYABLE_QUOTA:
+                    return self.stop(op, "quota_non_retryable", attempts, retry_after)
+                left = policy.max_total_wait - self.waited
+                if after is None or quota_retried or after > policy.max_retry_after or after > left:
+                    return self.stop(op, "quota", attempts, retry_after)
+                quota_retried = True
+                self.wait(after)
+                continue
+            except TransientError:
+                transient_failures += 1
+                left = policy.max_total_wait - self.waited
+                if attempts >= policy.max_attempts or left <= 0:
+                    reason = "transient" if attempts >= policy.max_attempts else "wait_budget"
+                    return Outcome(op, "degraded", None, reason, attempts, retry_after)
+                self.wait(min(policy.backoff(transient_failures, self.rng), left))
+                continue
+            except BadToolCall as exc:
+                return self.repaired(op, exc, attempts, retry_after)
+            return self.finished(op, value, attempts, retry_after, started)
+
+    def stop(self, op: Any, reason: str, attempts: int, retry_after: str | None) -> Outcome:
+        return Outcome(op, "stopped", None, reason, attempts, retry_after, 0.0, self.concurrency)
+
+    def repaired(
+        self, op: Any, exc: BadToolCall, attempts: int, retry_after: str | None
+    ) -> Outcome:
+        if self.repair is None:
+            return Outcome(op, "degraded", None, "schema", attempts, retry_after)
+        try:
+            value = self.repair(op, exc)
+        except BoundaryError:
+            return Outcome(op, "degraded", None, "schema", attempts, retry_after)
+        return Outcome(op, "ok", value, "repaired", attempts, retry_after, 0.0, self.concurrency)
+
+    def finished(
+        self, op: Any, value: Any, attempts: int, retry_after: str | None, started: float
+    ) -> Outcome:
+        elapsed_ms = round((self.clock.now() - started) * 1000, 3)
+        reason = None
+        if elapsed_ms > self.policy.slow_first_token_ms:
+            # Multiplicative decrease; never retried: the answer did arrive.
+            self.concurrency = max(1, self.concurrency // 2)
+            reason = "slow_first_token"
+        else:
+            self.concurrency = min(self.policy.max_concurrency, self.concurrency + 1)
+        return Outcome(op, "ok", value, reason, attempts, retry_after, elapsed_ms, self.concurrency)
+
+
+def _header(seconds: float) -> str:
+    """A Retry-After value as the header writes it: ``2``, ``1.5``."""
+    return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))

@@ -1,0 +1,1 @@
+"""_keys: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""

@@ -1,0 +1,1 @@
+"""_rehearse: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""

@@ -1,0 +1,140 @@
+"""The fault matrix for any program: each cell runs the command in a subprocess.
+
+The program creates its deck with ``fd.Deck.from_env()``; each run gets the cassette in
+replay mode, its fault plan, a virtual clock and a report file. A program cannot hand back
+its outcomes, so a cell is judged on its deck's call log and waits (call budget, bounded
+waiting, no early retry, committed streams), its misses and its exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._base.clock import VirtualClock
+from .._base.errors import ConfigError
+from .._deck.report import CallRecord
+from .._judge.invariants import check
+from .._judge.policy import Policy
+from ..faults._fault import FaultPlan
+from .inprocess import REPLAY_ROW, Cell, Matrix, _tasks
+
+
+def rehearse_command(
+    command: Sequence[str],
+    cassette: str | os.PathLike[str],
+    plans: Mapping[str, FaultPlan] | None = None,
+    *,
+    policy: Policy | None = None,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> Matrix:
+    """Run ``command`` against ``cassette`` under each fault and judge each run.
+
+    Args:
+        command: the program and its arguments.
+        cassette: the golden cassette.
+        plans: named plans, one cell each; ``None`` for every fault at every call position.
+        policy: the policy to judge by (``Policy()`` by default).
+        jobs: how many runs go at once.
+        progress: called as ``progress(done, total)``.
+
+    Raises:
+        ConfigError: the clean run does not replay, or writes no report.
+    """
+    policy = policy or Policy()
+    path = os.path.abspath(os.fspath(cassette))
+    with tempfile.TemporaryDirectory(prefix="faultdeck-rehearse-") as folder:
+        clean = _run(command, path, None, folder, "clean")
+        if clean is None or clean[0] != 0 or clean[1]["misses"]:
+            why = (
+                "wrote no report"
+                if clean is None
+                else (f"exited with {clean[0]}" if clean[0] else "missed calls")
+            )
+            raise ConfigError(
+                f"the clean replay of {path} with {' '.join(command)} {why}; re-record the "
+                "cassette, and check that the program uses fd.Deck.from_env()"
+            )
+        calls = _calls(clean[1])
+        positions = tuple((c.seq, f"{c.kind} {c.name}") for c in calls)
+        replay = _judge(REPLAY_ROW, None, clean, policy)
+        tasks = _tasks(plans, policy, positions)
+        total = len(tasks) + 1
+        if progress is not None:
+            progress(1, total)
+        done = [1]
+
+        def one(index: int) -> Cell:
+            label, seq, plan = tasks[index]
+            cell = _judge(label, seq, _run(command, path, plan, folder, str(index)), policy)
+            done[0] += 1
+            if progress is not None:
+                progress(done[0], total)
+            return cell
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            cells = list(pool.map(one, range(len(tasks))))
+    rows = (REPLAY_ROW, *dict.fromkeys(label for label, _, _ in tasks))
+    return Matrix(path, " ".join(command), positions, rows, (replay, *cells), ())
+
+
+def _run(
+    command: Sequence[str], cassette: str, plan: FaultPlan | None, folder: str, name: str
+) -> tuple[int, dict[str, Any]] | None:
+    report = os.path.join(folder, f"{name}.report.json")
+    env = dict(
+        os.environ,
+        FAULTDECK_CASSETTE=cassette,
+        FAULTDECK_MODE="replay",
+        FAULTDECK_CLOCK="virtual",
+        FAULTDECK_REPORT=report,
+    )
+    env.pop("FAULTDECK_FAULTS", None)
+    if plan is not None:
+        plan_path = os.path.join(folder, f"{name}.plan.json")
+        Path(plan_path).write_bytes(orjson.dumps(plan.to_json()))
+        env["FAULTDECK_FAULTS"] = plan_path
+    done = subprocess.run(list(command), env=env, capture_output=True, check=False)
+    if not os.path.exists(report):
+        return None
+    return done.returncode, orjson.loads(Path(report).read_bytes())
+
+
+def _calls(report: dict[str, Any]) -> list[CallRecord]:
+    return [CallRecord(**call) for call in report["calls"]]
+
+
+def _judge(
+    label: str, seq: int | None, ran: tuple[int, dict[str, Any]] | None, policy: Policy
+) -> Cell:
+    if ran is None:
+        return Cell(label, seq, "raised", (), "the program wrote no report")
+    code, report = ran
+    if report["misses"]:
+        miss = report["misses"][0]
+        return Cell(
+            label, seq, "miss", (), f"miss at seq {miss['seq']} {miss['kind']} {miss['name']}"
+        )
+    clock = VirtualClock()
+    for seconds in report.get("sleeps", ()):
+        clock.sleep(seconds)
+    # Without the program's outcomes, partial work cannot be judged; the rest can.
+    found = tuple(
+        v
+        for v in check((), policy=policy, calls=_calls(report), clock=clock)
+        if v.invariant != "partial_work"
+    )
+    killed = any(c["fault"] == "crash" for c in report["calls"])
+    if found:
+        return Cell(label, seq, "broke", found, f"exit {code}")
+    if killed:
+        return Cell(label, seq, "killed", (), f"killed (exit {code})")
+    return Cell(label, seq, "held" if code == 0 else "raised", (), f"exit {code}")

@@ -1,0 +1,474 @@
+"""The fault matrix: one golden cassette replayed under each fault at each call position.
+
+    clean replay, twice ─► positions, baseline, the "replay (x2)" row (determinism)
+    each fault row x each position (or each named plan):
+        fresh clock + fresh deck(faults=plan) ─► entry(deck, clock) ─► outcomes ─► check()
+        ─► Cell: held | broke | miss (off the recorded path) | raised | killed
+    a crash ─► a fault-free restart must finish as the clean run did
+
+An entrypoint is ``entry(deck, clock) -> Sequence[Outcome]``, named ``"package.module:fn"``
+so that worker processes can import it. Pure: ``rehearse`` returns a ``Matrix`` and prints
+nothing; ``_matrix`` renders it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .. import faults
+from .._base.clock import VirtualClock
+from .._base.errors import CassetteError, ConfigError, ProcessKilled, ReplayMiss
+from .._deck.deck import Deck
+from .._judge.invariants import Violation, check
+from .._judge.policy import Outcome, Policy
+from ..faults._fault import Fault, FaultPlan
+
+Status = Literal["held", "broke", "miss", "raised", "killed"]
+Entrypoint = Callable[[Deck, VirtualClock], Sequence[Outcome]]
+
+REPLAY_ROW = "replay (x2)"
+"""The row that replays the clean run twice and checks it (replay determinism included)."""
+
+FAULT_MENU: dict[str, Callable[[Policy], Fault]] = {
+    # Built from the policy so that each fault bites: a Retry-After the policy may honour,
+    # a first token slower than the policy's threshold.
+    "quota retry-after": lambda p: faults.quota(retry_after=min(2.0, p.max_retry_after)),
+    "quota no header": lambda p: faults.quota(),
+    "quota non-retryable": lambda p: faults.quota(code="insufficient_quota"),
+    "timeout": lambda p: faults.timeout(),
+    "transient 503": lambda p: faults.transient(503),
+    "bad tool call": lambda p: faults.bad_tool_call(),
+    "slow first token": lambda p: faults.slow_first_token(p.slow_first_token_ms + 500),
+    "crash": lambda p: faults.crash(),
+}
+"""The rows of the full matrix, by label: each makes its fault from the judging policy."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One rehearsal: a fault (or plan) at a call position, and how the loop took it.
+
+    Attributes:
+        label: the row: a ``FAULT_MENU`` label, a plan's name or ``REPLAY_ROW``.
+        seq: the call position the fault was placed at; ``None`` for a whole plan.
+        status: ``held`` (every invariant held), ``broke`` (one did not), ``miss`` (the
+            fault took the loop off the recorded path, so the cassette cannot judge it),
+            ``raised`` (the loop let an exception out, breaking no invariant) or ``killed``
+            (a crash, after which a fresh run finished as the clean run did).
+        violations: what broke.
+        detail: one line: the outcomes in short, the miss, the exception or the restart.
+        outcomes: what the loop returned.
+    """
+
+    label: str
+    seq: int | None
+    status: Status
+    violations: tuple[Violation, ...] = ()
+    detail: str = ""
+    outcomes: tuple[Outcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """A rehearsal's result: every cell, in row order, then position order.
+
+    Attributes:
+        cassette: the cassette replayed.
+        entrypoint: the entrypoint, as ``module:function``.
+        positions: ``(seq, "kind name")`` of each call the clean replay makes, in order.
+        rows: the row labels, in order; ``REPLAY_ROW`` first.
+        cells: the cells, row by row.
+        baseline: the clean replay's outcomes.
+    """
+
+    cassette: str
+    entrypoint: str
+    positions: tuple[tuple[int, str], ...]
+    rows: tuple[str, ...]
+    cells: tuple[Cell, ...]
+    baseline: tuple[Outcome, ...]
+
+    @property
+    def broken(self) -> tuple[Cell, ...]:
+        """The cells where an invariant did not hold."""
+        return tuple(c for c in self.cells if c.status == "broke")
+
+    @property
+    def ok(self) -> bool:
+        """No cell broke (misses, exceptions that broke nothing and kills do not count)."""
+        return not self.broken
+
+
+_MISSING = object()
+
+
+def load_entrypoint(spec: str) -> Entrypoint:
+    """Import the entrypoint named ``"package.module:function"``.
+
+    Raises:
+        ConfigError: the spec is malformed, the module does not import, or the name is
+            missing or not callable; one line saying what to write.
+    """
+    module_name, _, attr = spec.partition(":")
+    dotted = (module_name, attr)
+    if not all(part and all(p.isidentifier() for p in part.split(".")) for part in dotted):
+        raise ConfigError(f"entrypoint {spec!r} must look like 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # whatever the module raises on import: one line, not a traceback
+        hint = ""
+        missing = getattr(exc, "name", None) or "?"
+        if isinstance(exc, ModuleNotFoundError) and f"{module_name}.".startswith(f"{missing}."):
+            hint = "; put the folder that holds it on PYTHONPATH, or install it"
+        raise ConfigError(
+            f"cannot import {module_name!r} ({type(exc).__name__}: {_first_line(exc)}){hint}"
+        ) from exc
+    found: Any = module
+    for part in attr.split("."):
+        found = getattr(found, part, _MISSING)
+        if found is _MISSING:
+            raise ConfigError(
+                f"{module_name!r} has no {attr!r}; write 'package.module:function' with a "
+                "function that module defines"
+            )
+    if not callable(found):
+        raise ConfigError(f"{spec!r} is not callable; name a function taking (deck, clock)")
+    entry: Entrypoint = found
+    return entry
+
+
+def rehearse(
+    entrypoint: str | Entrypoint,
+    cassette: str | os.PathLike[str],
+    plans: Mapping[str, FaultPlan] | None = None,
+    *,
+    policy: Policy | None = None,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> Matrix:
+    """Replay ``cassette`` through ``entrypoint`` under each fault, and judge each run.
+
+    Args:
+        entrypoint: ``"package.module:function"`` or the function itself; it takes
+            ``(deck, clock)``, runs the loop through that deck and returns the outcomes.
+        cassette: the golden cassette.
+        plans: named fault plans, one cell each; ``None`` for the full matrix: each
+            ``FAULT_MENU`` fault at each call position of the clean run.
+        policy: the policy to judge by; else the entrypoint module's ``POLICY`` (if it is a
+            ``Policy``), else ``Policy()``.
+        jobs: how many processes run the cells; more than 1 needs a string entrypoint.
+        progress: called as ``progress(done, total)`` as cells finish.
+
+    Raises:
+        ConfigError: a bad entrypoint, plan or ``jobs``, or a cassette the entrypoint does
+            not replay cleanly.
+        CassetteError: the cassette is missing or unreadable.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ConfigError(f"jobs must be an integer >= 1, got {jobs!r}")
+    if isinstance(entrypoint, str):
+        spec, entry = entrypoint, load_entrypoint(entrypoint)
+    elif callable(entrypoint):
+        if jobs > 1:
+            raise ConfigError(
+                "pass the entrypoint as 'module:function' to run it on several processes"
+            )
+        entry = entrypoint
+        name = getattr(entry, "__qualname__", type(entry).__qualname__)
+        spec = f"{getattr(entry, '__module__', '?')}:{name}"
+    else:
+        raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
+    policy = policy or _module_policy(spec)
+    path = os.fspath(cassette)
+
+    first = _clean(entry, path, spec)
+    second = _clean(entry, path, spec)
+    baseline = first.outcomes
+    positions = tuple((c.seq, f"{c.kind} {c.name}") for c in first.deck.calls)
+    found = check(
+        baseline, policy=policy, deck=first.deck, clock=first.clock, replays=[second.outcomes]
+    )
+    replay = Cell(REPLAY_ROW, None, _judged(found), tuple(found), _brief(baseline), baseline)
+
+    tasks = _tasks(plans, policy, positions)
+    rows = (REPLAY_ROW, *dict.fromkeys(label for label, _, _ in tasks))
+    total = len(tasks) + 1
+    if progress is not None:
+        progress(1, total)
+    if jobs == 1 or not tasks:
+        cells: list[Cell] = []
+        for label, seq, plan in tasks:
+            cells.append(_run_cell(entry, path, policy, label, seq, plan, baseline))
+            if progress is not None:
+                progress(len(cells) + 1, total)
+    else:
+        cells = _run_pool(spec, path, policy, tasks, baseline, jobs, progress, total)
+    return Matrix(path, spec, positions, rows, (replay, *cells), baseline)
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Played:
+    """One replay of the cassette through the entrypoint, and how it ended."""
+
+    deck: Deck
+    clock: VirtualClock
+    outcomes: tuple[Outcome, ...] = ()
+    error: Exception | ReplayMiss | None = None
+    killed: bool = False
+
+    def miss(self) -> str | None:
+        """The first line of the replay miss, if the run went off the recorded path."""
+        if isinstance(self.error, ReplayMiss):
+            return _first_line(self.error)
+        misses = self.deck.report().misses
+        if misses:  # the loop caught the ReplayMiss; the deck's log still has it
+            call = misses[0]
+            return f"replay miss at seq {call.seq}: {call.kind} {call.name} (the loop caught it)"
+        return None
+
+    def problem(self) -> str | None:
+        """What kept the run from finishing: the miss, the exception or the kill."""
+        miss = self.miss()
+        if miss is not None:
+            return miss
+        if self.error is not None:
+            return f"{type(self.error).__name__}: {_first_line(self.error)}"
+        return "ProcessKilled: the run was killed" if self.killed else None
+
+
+def _play(entry: Entrypoint, cassette: str, plan: FaultPlan | None) -> _Played:
+    clock = VirtualClock()
+    # Under a fault the loop retries steps, asking calls again that the clean run asked
+    # once: they get the same answer again (counted as repeats), not a miss.
+    deck = Deck(
+        cassette,
+        mode="replay",
+        faults=plan,
+        clock=clock,
+        on_harness_change="ignore",
+        repeats="last" if plan else "miss",
+    )
+    played = _Played(deck, clock)
+    try:
+        with deck:
+            result: object = entry(deck, clock)
+        if not (
+            isinstance(result, Sequence)
+            and not isinstance(result, str)
+            and all(isinstance(o, Outcome) for o in result)
+        ):
+            raise ConfigError(
+                f"the entrypoint returned {_short(result)}; it must return the loop's "
+                "outcomes (a list of fd.Outcome)"
+            )
+        played.outcomes = tuple(result)
+    except ProcessKilled:
+        played.killed = True
+    except (Exception, ReplayMiss) as exc:  # the loop let it out: judged, never propagated
+        played.error = exc
+    return played
+
+
+def _clean(entry: Entrypoint, cassette: str, spec: str) -> _Played:
+    played = _play(entry, cassette, None)
+    if isinstance(played.error, (ConfigError, CassetteError)):
+        raise played.error
+    problem = played.problem()
+    if problem is not None:
+        raise ConfigError(
+            f"the clean replay of {cassette} with {spec} does not replay: {problem}; "
+            "re-record the cassette"
+        )
+    return played
+
+
+def _run_cell(
+    entry: Entrypoint,
+    cassette: str,
+    policy: Policy,
+    label: str,
+    seq: int | None,
+    plan: FaultPlan,
+    baseline: tuple[Outcome, ...],
+) -> Cell:
+    played = _play(entry, cassette, plan)
+    if played.killed:
+        return _restart(entry, cassette, policy, label, seq, played, baseline)
+    miss = played.miss()
+    if miss is not None:
+        return Cell(label, seq, "miss", detail=miss, outcomes=played.outcomes)
+    if played.error is not None:
+        # No outcomes came back: whatever the loop had finished is lost with the exception.
+        found = check([], policy=policy, deck=played.deck, clock=played.clock)
+        error = played.problem() or ""
+        return Cell(label, seq, "broke" if found else "raised", tuple(found), error)
+    found = check(played.outcomes, policy=policy, deck=played.deck, clock=played.clock)
+    outcomes = played.outcomes
+    return Cell(label, seq, _judged(found), tuple(found), _brief(outcomes), outcomes)
+
+
+def _restart(
+    entry: Entrypoint,
+    cassette: str,
+    policy: Policy,
+    label: str,
+    seq: int | None,
+    killed: _Played,
+    baseline: tuple[Outcome, ...],
+) -> Cell:
+    """After a crash, a fresh fault-free run must finish as the clean run did."""
+    at = next((c.seq for c in reversed(killed.deck.calls) if c.fault == "crash"), seq)
+    where = f"killed at seq {at}" if at is not None else "killed"
+    again = _play(entry, cassette, None)
+    problem = again.problem()
+    if problem is not None:
+        return Cell(label, seq, "broke", (), f"{where}; a fresh replay then raised {problem}")
+    found = check(again.outcomes, policy=policy, deck=again.deck, clock=again.clock)
+    differs = _difference(again.outcomes, baseline)
+    if differs is not None:
+        bound = "a fresh run after a crash finishes as the clean run did"
+        found.append(Violation("replay_determinism", differs[0], bound, differs[1]))
+    if found:
+        detail = f"{where}; a fresh replay then broke {', '.join(v.invariant for v in found)}"
+        return Cell(label, seq, "broke", tuple(found), detail, again.outcomes)
+    detail = f"{where}; a fresh replay then finished as the clean run did"
+    return Cell(label, seq, "killed", (), detail, again.outcomes)
+
+
+def _difference(outcomes: Sequence[Outcome], baseline: Sequence[Outcome]) -> tuple[Any, str] | None:
+    """The first of the baseline's ops whose outcome differs (timing aside), and how."""
+
+    got = [dataclasses.replace(o, elapsed_ms=0.0) for o in outcomes]
+    want = [dataclasses.replace(o, elapsed_ms=0.0) for o in baseline]
+    if got == want:
+        return None
+    pairs = enumerate(zip(got, want, strict=False))
+    i = next((i for i, (x, y) in pairs if x != y), min(len(got), len(want)))
+    now = _brief(outcomes[i : i + 1]) or "no outcome"
+    then = _brief(baseline[i : i + 1]) or "no outcome"
+    return (baseline[i] if i < len(baseline) else outcomes[i]).op, f"{now} instead of {then}"
+
+
+# -- the cells to run --------------------------------------------------------------------------
+
+_Task = tuple[str, int | None, FaultPlan]
+
+
+def _tasks(
+    plans: Mapping[str, FaultPlan] | None,
+    policy: Policy,
+    positions: tuple[tuple[int, str], ...],
+) -> list[_Task]:
+    if plans is None:
+        return [
+            (label, seq, FaultPlan([make(policy).at(seq=seq)]))
+            for label, make in FAULT_MENU.items()
+            for seq, _ in positions
+        ]
+    if not plans:
+        raise ConfigError("no fault plans given; pass None for the full matrix")
+    tasks: list[_Task] = []
+    for name, plan in plans.items():
+        if name == REPLAY_ROW:
+            raise ConfigError(f"plan name {name!r} is taken by the clean replay's row; rename it")
+        if not isinstance(plan, FaultPlan):
+            raise ConfigError(f"plan {name!r}: expected a FaultPlan, got {_short(plan)}")
+        tasks.append((name, None, plan))
+    return tasks
+
+
+def _run_pool(
+    spec: str,
+    cassette: str,
+    policy: Policy,
+    tasks: list[_Task],
+    baseline: tuple[Outcome, ...],
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+    total: int,
+) -> list[Cell]:
+    # A few batches per worker: few enough that pickling stays cheap, enough that a slow
+    # batch does not leave the other workers idle at the end.
+    size = max(1, math.ceil(len(tasks) / (jobs * 4)))
+    batches = [
+        [(label, seq, plan.to_json()) for label, seq, plan in tasks[i : i + size]]
+        for i in range(0, len(tasks), size)
+    ]
+    fields = dataclasses.asdict(policy)
+    results: list[list[Cell]] = [[] for _ in batches]
+    done = 1
+    with ProcessPoolExecutor(max_workers=min(jobs, len(batches))) as pool:
+        pending: dict[Future[list[Cell]], int] = {
+            pool.submit(_run_batch, spec, cassette, fields, batch, baseline): i
+            for i, batch in enumerate(batches)
+        }
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                index = pending.pop(future)
+                results[index] = future.result()
+                done += len(results[index])
+                if progress is not None:
+                    progress(done, total)
+    return [cell for batch in results for cell in batch]
+
+
+def _run_batch(
+    spec: str,
+    cassette: str,
+    policy_fields: dict[str, Any],
+    batch: list[tuple[str, int | None, dict[str, Any]]],
+    baseline: tuple[Outcome, ...],
+) -> list[Cell]:
+    """Run cells in a worker process: only plain data crosses the process boundary."""
+    entry = load_entrypoint(spec)
+    policy = Policy(**policy_fields)
+    return [
+        _run_cell(entry, cassette, policy, label, seq, FaultPlan.from_dict(plan), baseline)
+        for label, seq, plan in batch
+    ]
+
+
+# -- small helpers -----------------------------------------------------------------------------
+
+
+def _module_policy(spec: str) -> Policy:
+    module = sys.modules.get(spec.partition(":")[0])
+    found = getattr(module, "POLICY", None)
+    return found if isinstance(found, Policy) else Policy()
+
+
+def _judged(found: Sequence[Violation]) -> Status:
+    return "broke" if found else "held"
+
+
+def _brief(outcomes: Sequence[Outcome]) -> str:
+    """Outcomes in short: ``plan ok, read stopped(quota)``; ``x2`` for a second attempt."""
+    parts = []
+    for o in outcomes:
+        op = o.op if isinstance(o.op, str) else repr(o.op)
+        reason = f"({o.reason})" if o.reason else ""
+        tries = f" x{o.attempts}" if o.attempts > 1 else ""
+        parts.append(f"{op} {o.status}{reason}{tries}")
+    return ", ".join(parts)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,160 @@
+"""Rendering a rehearsal's ``Matrix``: a rich table, plain summary lines, a JSON-ready dict.
+
+Nothing here prints: the command line decides where each goes. The table has one row per
+fault (or plan) and one column per call position of the clean run; a whole-run column
+holds the cells that have no position (the clean replay's row, named plans).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from typing import Any, get_args
+
+from rich.table import Table
+from rich.text import Text
+
+from .._judge.policy import Outcome
+from .inprocess import Cell, Matrix, Status
+
+SYMBOLS: dict[str, str] = {"held": "✓", "broke": "✗", "miss": "~", "raised": "!", "killed": "↻"}
+"""One character per cell status."""
+
+STYLES: dict[str, str] = {
+    "held": "green",
+    "broke": "bold red",
+    "miss": "yellow",
+    "raised": "magenta",
+    "killed": "cyan",
+}
+"""The rich style of each status's symbol."""
+
+STATUSES: tuple[str, ...] = get_args(Status)
+_NAME_WIDTH = 12
+
+
+def matrix_table(matrix: Matrix) -> Table:
+    """A rich ``Table``: a row per fault label, a column per call position, symbols in cells.
+
+    Cells without a position (the clean replay's row, named plans) go in a ``run`` column.
+    A legend of the symbols is the caller's to add (``SYMBOLS``).
+    """
+    table = Table(show_lines=False)
+    table.add_column("fault", no_wrap=True)
+    whole_run = any(c.seq is None for c in matrix.cells)
+    if whole_run:
+        table.add_column("run", justify="center")
+    for seq, call in matrix.positions:
+        table.add_column(f"{seq}\n{_shorten(call)}", justify="center")
+    by_place = {(c.label, c.seq): c for c in matrix.cells}
+    places: list[int | None] = [None] if whole_run else []
+    places += [seq for seq, _ in matrix.positions]
+    for label in matrix.rows:
+        row: list[Text | str] = [label]
+        for place in places:
+            cell = by_place.get((label, place))
+            row.append(Text(SYMBOLS[cell.status], style=STYLES[cell.status]) if cell else "")
+        table.add_row(*row)
+    return table
+
+
+def matrix_summary(matrix: Matrix) -> list[str]:
+    """Plain lines: the counts per status, each broken cell with its violations, then the
+    exceptions and the misses in brief."""
+    counts = _counts(matrix)
+    total = len(matrix.cells)
+    parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+    lines = [f"{total} cell{'s' if total != 1 else ''}: {parts}"]
+    calls = dict(matrix.positions)
+    for cell in matrix.broken:
+        lines.append(f"{SYMBOLS['broke']} {_where(cell, calls)}:")
+        lines += [f"    {v}" for v in cell.violations] or [f"    {cell.detail}"]
+    for cell in matrix.cells:
+        if cell.status == "raised":
+            lines.append(f"{SYMBOLS['raised']} {_where(cell, calls)}: {cell.detail}")
+    misses = [c for c in matrix.cells if c.status == "miss"]
+    if misses:
+        lines.append(
+            f"{SYMBOLS['miss']} {len(misses)} off the recorded path (the cassette has no "
+            f"answer there; not judged): {', '.join(_place(c) for c in misses)}"
+        )
+    return lines
+
+
+def matrix_json(matrix: Matrix) -> dict[str, Any]:
+    """The matrix as JSON-ready data (see the shape below); ``json.dumps`` takes it as is.
+
+    ``{"cassette", "entrypoint", "ok", "positions": [{"seq", "call"}], "rows",
+    "counts": {status: n}, "cells": [{"label", "seq", "call", "status", "detail",
+    "violations": [{"invariant", "op", "bound", "observed"}], "outcomes": [outcome]}],
+    "baseline": [outcome]}``; an outcome is ``{"op", "status", "value", "reason",
+    "attempts", "retry_after", "elapsed_ms", "concurrency"}``. An ``op`` or ``value`` that
+    is not JSON is given as its ``repr``; tuples become lists.
+    """
+    calls = dict(matrix.positions)
+    return {
+        "cassette": matrix.cassette,
+        "entrypoint": matrix.entrypoint,
+        "ok": matrix.ok,
+        "positions": [{"seq": seq, "call": call} for seq, call in matrix.positions],
+        "rows": list(matrix.rows),
+        "counts": dict(_counts(matrix)),
+        "cells": [_cell_json(c, calls) for c in matrix.cells],
+        "baseline": [_outcome_json(o) for o in matrix.baseline],
+    }
+
+
+def _cell_json(cell: Cell, calls: dict[int, str]) -> dict[str, Any]:
+    return {
+        "label": cell.label,
+        "seq": cell.seq,
+        "call": calls.get(cell.seq) if cell.seq is not None else None,
+        "status": cell.status,
+        "detail": cell.detail,
+        "violations": [
+            {
+                "invariant": v.invariant,
+                "op": _json_value(v.op),
+                "bound": v.bound,
+                "observed": v.observed,
+            }
+            for v in cell.violations
+        ],
+        "outcomes": [_outcome_json(o) for o in cell.outcomes],
+    }
+
+
+def _outcome_json(outcome: Outcome) -> dict[str, Any]:
+    return {f.name: _json_value(getattr(outcome, f.name)) for f in dataclasses.fields(outcome)}
+
+
+def _json_value(value: Any) -> Any:
+    try:
+        # Through text and back, so that tuples come out as lists and the dict equals
+        # what a reader of the JSON gets.
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _counts(matrix: Matrix) -> dict[str, int]:
+    found: Counter[str] = Counter(c.status for c in matrix.cells)
+    return {status: found[status] for status in STATUSES}
+
+
+def _where(cell: Cell, calls: dict[int, str]) -> str:
+    if cell.seq is None:
+        return cell.label
+    return f"{cell.label} at seq {cell.seq} ({calls.get(cell.seq, '?')})"
+
+
+def _place(cell: Cell) -> str:
+    return cell.label if cell.seq is None else f"{cell.label} at seq {cell.seq}"
+
+
+def _shorten(call: str) -> str:
+    kind, _, name = call.partition(" ")
+    if len(name) > _NAME_WIDTH:
+        name = name[: _NAME_WIDTH - 1] + "…"
+    return f"{kind} {name}" if name else kind

@@ -1,0 +1,150 @@
+"""Faults to rehearse on top of a replay, and plans that say which calls they land on.
+
+Each factory returns a ``Fault`` that may land on any call; narrow it with ``.at()``,
+``.on()``, ``.every()``, ``.random()`` and ``.times()``, each of which returns a new fault::
+
+    from faultdeck import faults
+
+    plan = faults.FaultPlan(
+        [
+            faults.quota(retry_after=2).at(seq=3),
+            faults.timeout().on(kind="tool", name="read_*", nth=2),
+            faults.transient(503).every(5).times(2),
+            faults.latency(300).random(p=0.1, seed=7),
+        ],
+        seed=7,
+    )
+    run = plan.start()          # one per run: the counters behind nth/every/times
+    fault = run.pick(faults.CallInfo(seq=3, kind="model", name="chat", key="model:…"))
+
+At each call the first fault in plan order that accepts it wins; see ``FaultRun.pick``.
+Plans also load from files with ``FaultPlan.load("plan.json")`` (or ``.toml``).
+"""
+
+from __future__ import annotations
+
+from ._fault import (
+    BAD_TOOL_CALL_HOWS,
+    FAULT_KINDS,
+    CallInfo,
+    Fault,
+    FaultPlan,
+    FaultRun,
+    Selector,
+)
+
+# Plain sorted() order, as faultdeck's export tests check, not ruff's isort-style order.
+__all__ = [
+    "BAD_TOOL_CALL_HOWS",
+    "CallInfo",
+    "FAULT_KINDS",
+    "Fault",
+    "FaultPlan",
+    "FaultRun",
+    "Selector",
+    "bad_tool_call",
+    "crash",
+    "latency",
+    "malformed_stream",
+    "quota",
+    "reset",
+    "slow_first_token",
+    "stream_cut",
+    "timeout",
+    "transient",
+]
+
+
+def quota(retry_after: float | None = None, *, code: str = "rate_limit_exceeded") -> Fault:
+    """A quota or rate limit says no: ``QuotaExhausted`` with HTTP 429.
+
+    Args:
+        retry_after: seconds the server asks the caller to wait; ``None`` sends no
+            Retry-After.
+        code: the provider's error code; ``insufficient_quota`` means waiting will not help,
+            so a loop should stop rather than retry.
+
+    Raises:
+        ConfigError: ``retry_after`` is negative or not a number, or ``code`` is empty.
+    """
+    params = (
+        (("code", code),) if retry_after is None else (("code", code), ("retry_after", retry_after))
+    )
+    return Fault("quota", params)
+
+
+def timeout() -> Fault:
+    """The call gets no answer in time: ``TransientError`` with code ``timeout``."""
+    return Fault("timeout")
+
+
+def transient(status: int = 503) -> Fault:
+    """A server error that may pass: ``TransientError`` with this HTTP status.
+
+    Args:
+        status: 408, 409, 425, 429 or 500-599; 529 (overloaded) gets code ``overloaded``,
+            the others ``server_error``.
+
+    Raises:
+        ConfigError: another status.
+    """
+    return Fault("transient", (("status", status),))
+
+
+def bad_tool_call(how: str = "missing_field") -> Fault:
+    """The model's tool call breaks the tool's schema: ``BadToolCall`` with ``code=how``.
+
+    Args:
+        how: ``missing_field``, ``wrong_type``, ``unparseable`` or ``unknown_tool``.
+
+    Raises:
+        ConfigError: another ``how``.
+    """
+    return Fault("bad_tool_call", (("how", how),))
+
+
+def slow_first_token(ms: float) -> Fault:
+    """The answer starts ``ms`` milliseconds late (time to first token); the call succeeds.
+
+    Raises:
+        ConfigError: ``ms`` is negative or not a number.
+    """
+    return Fault("slow_first_token", (("ms", ms),))
+
+
+def latency(ms: float) -> Fault:
+    """The whole call takes ``ms`` milliseconds longer; the call succeeds.
+
+    Raises:
+        ConfigError: ``ms`` is negative or not a number.
+    """
+    return Fault("latency", (("ms", ms),))
+
+
+def crash() -> Fault:
+    """The process dies at this call: ``ProcessKilled``, which ``except Exception`` misses."""
+    return Fault("crash")
+
+
+def reset() -> Fault:
+    """The peer drops the connection: ``TransientError`` with code ``connection_reset``."""
+    return Fault("reset")
+
+
+def stream_cut(after: int = 1, *, how: str = "cut") -> Fault:
+    """A streamed answer stops after ``after`` events: ``TransientError`` code ``stream_cut``.
+
+    Args:
+        after: how many stream events get through before the cut; 0 cuts before the first.
+        how: ``cut`` (the connection drops) or ``error_event`` (the provider sends an
+            ``event: error``, as Anthropic does when it gives up mid-stream).
+
+    Raises:
+        ConfigError: ``after`` is negative or not an integer, or ``how`` is unknown.
+    """
+    return Fault("stream_cut", (("after", after), ("how", how)))
+
+
+def malformed_stream() -> Fault:
+    """A stream event cannot be parsed: ``TransientError`` with code ``malformed_stream``."""
+    return Fault("malformed_stream")

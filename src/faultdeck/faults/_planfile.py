@@ -1,0 +1,252 @@
+"""Plan files: reading a fault plan from JSON, TOML or a dict, and writing a fault back.
+
+This is the edge where plan-file syntax meets ``Fault`` and ``Selector``: it reads and
+decodes the file, walks the table field by field so that every error names the file and
+the field path (``plan.toml: faults[2].on.nth``) and suggests a close match for a typo,
+and turns a ``Fault`` back into the same syntax. ``FaultPlan.load``, ``FaultPlan.from_dict``
+and ``Fault.to_json`` in ``_faults`` delegate here; nothing else imports this module.
+
+A plan file holds ``seed`` and one of ``faults`` or ``sequence``::
+
+    seed = 7
+
+    [[faults]]
+    fault = "quota"
+    retry_after = 2
+    at = 3                                  # or at = {seq = 3}
+    on = {kind = "tool", name = "read_*", nth = 2}
+    every = 5
+    random = {p = 0.1, seed = 7}
+    times = 2
+
+A ``sequence`` entry is a fault table without selector fields (entry i is call seq i+1),
+or an empty table for no fault at that call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._base.errors import ConfigError
+from ._checks import (
+    FAULT_KINDS,
+    PARAMS,
+    SELECTOR_CHECKS,
+    check_params,
+    check_value,
+    hint,
+    integer,
+    shown,
+)
+from ._fault import _ANY, Fault, FaultPlan, Selector
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+_SELECTOR_KEYS = ("at", "on", "every", "random", "times")
+
+
+def load_plan(cls: type[FaultPlan], path: str | os.PathLike[str]) -> FaultPlan:
+    """Read a plan from a ``.json`` or ``.toml`` file; the body of ``FaultPlan.load``.
+
+    Args:
+        cls: the plan class whose ``from_dict`` builds the plan.
+        path: the plan file.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not JSON/TOML, or not a valid plan;
+            the message names the file and the field.
+    """
+    where = os.fspath(path)
+    suffix = Path(where).suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise ConfigError(
+            f"{where}: a fault plan is a .json or .toml file, not {suffix or 'no suffix'!r}"
+        )
+    try:
+        raw = Path(where).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: no such fault plan; check the path (relative to {os.getcwd()})"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the fault plan ({exc})") from None
+    data: Any
+    if suffix == ".json":
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: not valid JSON ({exc}); fix the file") from None
+    else:
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{where}: not valid TOML ({exc}); fix the file") from None
+        except RecursionError:
+            raise ConfigError(
+                f"{where}: nested too deeply to be a fault plan; fix the file"
+            ) from None
+        except ValueError as exc:  # a number too long for int(): Python's digit limit
+            raise ConfigError(f"{where}: not a valid plan ({exc}); fix the file") from None
+    try:
+        return cls.from_dict(data, source=where)
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply for a fault plan; fix the file") from None
+
+
+def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan:
+    """Build a plan from its plan-file form; the body of ``FaultPlan.from_dict``.
+
+    Args:
+        cls: the plan class to build, with its ``sequence`` constructor.
+        data: the parsed JSON or TOML.
+        source: what to call the plan in error messages, usually its file name.
+
+    Raises:
+        ConfigError: naming ``source`` and the field path, and saying what was expected.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: expected a table with 'faults' or 'sequence', got {shown(data)}"
+        )
+    known = ("seed", "faults", "sequence")
+    for key in data:
+        if key not in known:
+            raise ConfigError(
+                f"{source}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
+            )
+    seed = check_value(integer, data.get("seed", 0), f"{source}: seed")
+    if "faults" in data and "sequence" in data:
+        raise ConfigError(
+            f"{source}: has both 'faults' and 'sequence'; keep one ('faults' picks calls "
+            "by selector, 'sequence' gives one entry per call)"
+        )
+    if "faults" in data:
+        entries = _list(data["faults"], f"{source}: faults")
+        return cls(
+            [_parse_fault(e, f"{source}: faults[{i}]") for i, e in enumerate(entries)],
+            seed=seed,
+        )
+    if "sequence" in data:
+        entries = _list(data["sequence"], f"{source}: sequence")
+        steps = [
+            None
+            if e is None or e == {}
+            else _parse_fault(e, f"{source}: sequence[{i}]", in_sequence=True)
+            for i, e in enumerate(entries)
+        ]
+        return cls.sequence(steps, seed=seed)
+    raise ConfigError(
+        f"{source}: neither 'faults' nor 'sequence' is given; a plan needs one of them"
+    )
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: expected a list of fault tables, got {shown(value)}")
+    return value
+
+
+def _table(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a table with {', '.join(known)}, got {shown(value)}")
+    for key in value:
+        if key not in known:
+            raise ConfigError(
+                f"{where}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
+            )
+    return value
+
+
+def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
+    if not isinstance(entry, dict):
+        raise ConfigError(
+            f'{path}: expected a table like {{"fault": "timeout"}}, got {shown(entry)}'
+        )
+    kinds = ", ".join(FAULT_KINDS)
+    if "fault" not in entry:
+        raise ConfigError(f"{path}.fault: missing; expected one of: {kinds}")
+    kind = entry["fault"]
+    if not isinstance(kind, str) or kind not in FAULT_KINDS:
+        raise ConfigError(
+            f"{path}.fault: unknown fault {shown(kind)}; known: {kinds}{hint(kind, FAULT_KINDS)}"
+        )
+    spec = PARAMS[kind]
+    known = ("fault", *spec, *(() if in_sequence else _SELECTOR_KEYS))
+    for key in entry:
+        if key in known:
+            continue
+        if in_sequence and key in _SELECTOR_KEYS:
+            raise ConfigError(
+                f"{path}: {key!r} does not belong in a sequence entry (entry i is call seq "
+                "i+1); use 'faults' to select calls"
+            )
+        raise ConfigError(
+            f"{path}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
+        )
+    given = {k: v for k, v in entry.items() if k in spec}
+    params = check_params(kind, given, lambda n: f"{path}.{n}", path)
+    return Fault(kind, params, _ANY if in_sequence else _parse_selector(entry, path))
+
+
+def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
+    fields: dict[str, Any] = {}
+
+    def put(name: str, value: Any, where: str) -> None:
+        fields[name] = check_value(SELECTOR_CHECKS[name], value, where)
+
+    if "at" in entry:
+        at = entry["at"]
+        if isinstance(at, dict):
+            _table(at, f"{path}.at", ("seq",))
+            if "seq" not in at:
+                raise ConfigError(f"{path}.at.seq: missing; expected an integer >= 1")
+            put("seq", at["seq"], f"{path}.at.seq")
+        else:
+            put("seq", at, f"{path}.at")
+    if "on" in entry:
+        for key, value in _table(entry["on"], f"{path}.on", ("kind", "name", "nth")).items():
+            put(key, value, f"{path}.on.{key}")
+    for key in ("every", "times"):
+        if key in entry:
+            put(key, entry[key], f"{path}.{key}")
+    if "random" in entry:
+        drawn = _table(entry["random"], f"{path}.random", ("p", "seed"))
+        if "p" not in drawn:
+            raise ConfigError(f"{path}.random.p: missing; expected a probability from 0 to 1")
+        for key, value in drawn.items():
+            put(key, value, f"{path}.random.{key}")
+    return Selector(**fields)
+
+
+def fault_from_json(obj: Any, where: str) -> Fault:
+    """One fault from plan-file syntax; the body of ``Fault.from_json``."""
+    return _parse_fault(obj, where)
+
+
+def fault_to_json(fault: Fault) -> dict[str, Any]:
+    """``fault`` in plan-file syntax; the body of ``Fault.to_json``.
+
+    The inverse of ``_parse_fault``: ``{"fault": kind, **params, selector fields}``.
+    """
+    out: dict[str, Any] = {"fault": fault.kind, **dict(fault.params)}
+    sel = fault.selector
+    if sel.seq is not None:
+        out["at"] = sel.seq
+    on = {k: getattr(sel, k) for k in ("kind", "name", "nth") if getattr(sel, k) is not None}
+    if on:
+        out["on"] = on
+    if sel.every is not None:
+        out["every"] = sel.every
+    if sel.p is not None:
+        out["random"] = {"p": sel.p} if sel.seed is None else {"p": sel.p, "seed": sel.seed}
+    if sel.times is not None:
+        out["times"] = sel.times
+    return out
