@@ -10,15 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import faultdeck as fd
+from faultdeck import CallPathDiff, Change, diff_html, diff_json, diff_recordings, diff_text
 from faultdeck._cassette.reader import Recording, load
-from faultdeck._diff.align import (
-    CallPathDiff,
-    Change,
-    diff_recordings,
-    render_html,
-    render_json,
-    render_text,
-)
 from faultdeck._keys.canonical import make_key
 
 Call = dict[str, Any]
@@ -115,14 +108,14 @@ def test_changed_argument_is_the_first_divergence_everywhere(tmp_path: Path) -> 
     )
     assert diff.first_divergence() == expected
 
-    text = render_text(diff)
+    text = diff_text(diff)
     assert expected in text
     assert str(a.path) in text
     assert str(b.path) in text
     assert "args.top_k: 5 → 10" in text
     assert "8 aligned calls: 7 same, 1 changed, 0 removed, 0 added" in text
 
-    data = render_json(diff)
+    data = diff_json(diff)
     json.dumps(data)  # JSON-ready
     assert data["identical"] is False
     assert data["counts"] == diff.counts
@@ -151,10 +144,10 @@ def test_identical_runs_have_no_divergence(tmp_path: Path) -> None:
     assert set(ops(diff)) == {"same"}
     assert diff.first_divergence() == "no divergence: 8 calls agree"
     assert diff.counts == {"same": 8, "changed": 0, "removed": 0, "added": 0}
-    text = render_text(diff)
+    text = diff_text(diff)
     assert "no divergence: 8 calls agree" in text
     assert "search_docs" not in text  # no rows listed when nothing differs
-    data = render_json(diff)
+    data = diff_json(diff)
     assert (data["identical"], data["first"], data["rows"]) == (True, None, [])
 
 
@@ -183,9 +176,9 @@ def test_ignored_and_volatile_fields_are_never_compared(tmp_path: Path) -> None:
     assert a.entries[2].key != b.entries[2].key
 
     diff = diff_recordings(a, b, responses=True, ignore=("trace_id", "created"))
-    assert diff.identical, render_text(diff)
+    assert diff.identical, diff_text(diff)
     assert diff.ignored == ("created", "session", "trace_id")
-    assert "ignored fields: created, session, trace_id" in render_text(diff)
+    assert "ignored fields: created, session, trace_id" in diff_text(diff)
 
     # Without the ignore list the trace ids are a real difference, paired as a change.
     plain = diff_recordings(a, b)
@@ -224,9 +217,9 @@ def test_an_inserted_call_is_one_added_row(tmp_path: Path) -> None:
     assert diff.first_divergence() == (
         "first divergence at seq 4 of B (after 3 agreeing calls): tool web_search only in B"
     )
-    assert render_json(diff)["rows"][0]["seq_a"] is None
-    assert "+     ·     4  tool web_search" in render_text(diff)
-    assert "      5     6  tool search_docs" in render_text(diff)  # later calls align by key
+    assert diff_json(diff)["rows"][0]["seq_a"] is None
+    assert "+     ·     4  tool web_search" in diff_text(diff)
+    assert "      5     6  tool search_docs" in diff_text(diff)  # later calls align by key
 
 
 def test_a_missing_call_is_one_removed_row(tmp_path: Path) -> None:
@@ -289,7 +282,7 @@ def test_responses_compare_outputs_only_when_asked(tmp_path: Path) -> None:
     assert ops(diff) == ["same"] * 4 + ["changed"] + ["same"] * 3
     assert diff.rows[4].changes == (Change("out.hits[0]", "a.md", "b.md"),)
     assert diff.first_divergence().endswith('out.hits[0] "a.md" → "b.md"')
-    assert render_json(diff)["responses"] is True
+    assert diff_json(diff)["responses"] is True
 
 
 def test_an_error_instead_of_an_output_is_a_result_change(tmp_path: Path) -> None:
@@ -347,7 +340,7 @@ def test_random_provider_ids_compare_equal_with_responses(tmp_path: Path) -> Non
     assert a.entries[0].value["id"] != b.entries[0].value["id"]  # the ids really differ
 
     same = diff_recordings(a, b, responses=True)
-    assert same.identical, render_text(same)
+    assert same.identical, diff_text(same)
     assert same.counts["same"] == 3
 
     changed = diff_recordings(a, c, responses=True)
@@ -387,7 +380,7 @@ def test_html_is_self_contained_well_formed_and_escaped(tmp_path: Path) -> None:
     b_calls[2] = call(3, "chat", {"turn": "<b>bold</b> & <script>x</script>"}, kind="model")
     a, b = pair(tmp_path, a_calls, b_calls)
     diff = diff_recordings(a, b)
-    page = render_html(diff)
+    page = diff_html(diff)
 
     checker = _TagChecker()
     checker.feed(page)
@@ -411,7 +404,7 @@ def test_html_is_self_contained_well_formed_and_escaped(tmp_path: Path) -> None:
 
 def test_html_of_identical_runs_says_so(tmp_path: Path) -> None:
     a, b = pair(tmp_path, eight(), eight())
-    page = render_html(diff_recordings(a, b))
+    page = diff_html(diff_recordings(a, b))
     assert "no divergence: 8 calls agree" in page
     assert 'class="verdict ok"' in page
 
@@ -425,7 +418,7 @@ def test_text_lines_stay_within_width_for_long_values(tmp_path: Path) -> None:
     a, b = pair(tmp_path, a_calls, b_calls)
     diff = diff_recordings(a, b)
     for width in (60, 100, 140):
-        text = render_text(diff, width=width)
+        text = diff_text(diff, width=width)
         assert "args.doc" in text
         assert "args.nested.deep[0]" in text
         assert max(len(line) for line in text.splitlines()) <= width
@@ -433,7 +426,7 @@ def test_text_lines_stay_within_width_for_long_values(tmp_path: Path) -> None:
 
 def test_text_folds_agreeing_calls_beyond_the_context(tmp_path: Path) -> None:
     a, b = pair(tmp_path, eight(5), eight(10))
-    text = render_text(diff_recordings(a, b), context=1)
+    text = diff_text(diff_recordings(a, b), context=1)
     assert "  … 3 agreeing calls" in text
     assert "  … 2 agreeing calls" in text
     rows = [line for line in text.splitlines() if line[:1] in (" ", "~") and "tool:" in line]

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
-from faultdeck._keys.normalize import IdMap, NormalizeConfig, Normalizer
+from faultdeck._keys.ids import IdMap
+from faultdeck._keys.normalize import NormalizeConfig, Normalizer
 
 
 def never() -> object:

@@ -13,16 +13,19 @@ import pytest
 from rich.console import Console
 
 import faultdeck as fd
-from faultdeck import faults
-from faultdeck._rehearse.inprocess import (
+from faultdeck import (
     FAULT_MENU,
     REPLAY_ROW,
     Cell,
     Matrix,
-    load_entrypoint,
+    faults,
+    matrix_json,
+    matrix_summary,
+    matrix_table,
     rehearse,
 )
-from faultdeck._rehearse.render import SYMBOLS, matrix_json, matrix_summary, matrix_table
+from faultdeck._base.loading import load_attr
+from faultdeck._rehearse.render import SYMBOLS
 from faultdeck.workshop import OPS, Workshop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -338,16 +341,17 @@ def test_a_cassette_the_entrypoint_does_not_replay_is_a_config_error() -> None:
         ("a b:c", "entrypoint 'a b:c' must look like 'package.module:function'"),
         (
             "no_such_package_x.mod:fn",
-            "cannot import 'no_such_package_x.mod' (ModuleNotFoundError: No module named "
-            "'no_such_package_x'); put the folder that holds it on PYTHONPATH, or install it",
+            "entrypoint: cannot import 'no_such_package_x.mod' (ModuleNotFoundError: "
+            "No module named 'no_such_package_x'); "
+            "put the folder that holds it on PYTHONPATH, or install it",
         ),
-        (f"{ENTRY}:nope", f"'{ENTRY}' has no 'nope'; write 'package.module:function'"),
+        (f"{ENTRY}:nope", f"entrypoint: '{ENTRY}' has no 'nope'; write 'package.module:function'"),
         (f"{ENTRY}:POLICY", f"'{ENTRY}:POLICY' is not callable; name a function"),
     ],
 )
 def test_a_bad_entrypoint_says_what_to_write(spec: str, message: str) -> None:
     with pytest.raises(fd.ConfigError) as caught:
-        load_entrypoint(spec)
+        rehearse(spec, GOLDEN)
     assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
 
@@ -355,8 +359,9 @@ def test_a_bad_entrypoint_says_what_to_write(spec: str, message: str) -> None:
 def test_an_entrypoint_loads_by_name() -> None:
     from examples.workshop import rehearsal
 
-    assert load_entrypoint(f"{ENTRY}:good") is rehearsal.good
-    assert callable(load_entrypoint(f"{ENTRY}:POLICY.backoff"))  # a dotted name works too
+    assert load_attr(f"{ENTRY}:good", what="entrypoint", kind="function") is rehearsal.good
+    backoff = load_attr(f"{ENTRY}:POLICY.backoff", what="entrypoint", kind="function")
+    assert backoff == rehearsal.POLICY.backoff  # a dotted name works too
 
 
 def test_the_workshop_entrypoints_import_from_the_repository_root() -> None:

@@ -93,9 +93,9 @@ def test_nearest_prefers_the_unused_call_with_fewest_changes(cassette: Path) -> 
 def test_a_changed_schema_version_is_explained(tmp_path: Path) -> None:
     path = tmp_path / "schema.jsonl"
     with fd.Deck(path, mode="record") as deck:
-        deck.call("tool", "t", {"a": 1}, lambda: 1, schema="v1")
+        deck.call("tool", "t", {"a": 1}, lambda: 1, schema_version="v1")
     with fd.Deck(path, mode="replay") as deck, pytest.raises(fd.ReplayMiss) as info:
-        deck.call("tool", "t", {"a": 1}, never, schema="v2")
+        deck.call("tool", "t", {"a": 1}, never, schema_version="v2")
     assert info.value.diff == ()
     assert "args are equal; the schema version differs: recorded 'v1', now 'v2'" in str(info.value)
 

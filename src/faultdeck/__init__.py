@@ -47,15 +47,21 @@ from ._base.errors import (
     TransientError,
 )
 from ._cassette.reader import Entry, Header, Recording, load
+from ._deck.call import Call
 from ._deck.deck import Deck
 from ._deck.report import CallRecord, CallRef, Repeat, Report
-from ._diff.align import CallPathDiff, diff_recordings
+from ._diff.align import CallPathDiff, Change, Row, diff_recordings
+from ._diff.render import diff_html, diff_json, diff_text
 from ._judge.invariants import INVARIANTS, Violation, check
 from ._judge.policy import Outcome, Policy, run_steps
 from ._keys.canonical import canonical, make_key
 from ._keys.normalize import NormalizeConfig
 from ._keys.redact import Redactor
-from .faults._fault import Fault, FaultPlan
+from ._rehearse.command import rehearse_command
+from ._rehearse.inprocess import rehearse
+from ._rehearse.matrix import FAULT_MENU, REPLAY_ROW, Cell, Matrix
+from ._rehearse.render import matrix_json, matrix_summary, matrix_table
+from .faults import Fault, FaultPlan
 
 __version__ = "0.1.0"
 
@@ -63,6 +69,7 @@ __all__ = [
     "ArgumentError",
     "BadToolCall",
     "BoundaryError",
+    "Call",
     "CallInDoubt",
     "CallPathDiff",
     "CallRecord",
@@ -74,10 +81,13 @@ __all__ = [
     "CassetteVersionError",
     "CassetteWarning",
     "CassetteWriteError",
+    "Cell",
+    "Change",
     "Clock",
     "ConfigError",
     "Deck",
     "Entry",
+    "FAULT_MENU",
     "Fault",
     "FaultPlan",
     "FaultdeckError",
@@ -85,17 +95,20 @@ __all__ = [
     "HarnessChanged",
     "Header",
     "INVARIANTS",
+    "Matrix",
     "NormalizeConfig",
     "Outcome",
     "Policy",
     "ProcessKilled",
     "QuotaExhausted",
+    "REPLAY_ROW",
     "RecordedError",
     "Recording",
     "Redactor",
     "Repeat",
     "ReplayMiss",
     "Report",
+    "Row",
     "Settings",
     "SideEffectBlocked",
     "SystemClock",
@@ -106,12 +119,20 @@ __all__ = [
     "canonical",
     "check",
     "current_step",
+    "diff_html",
+    "diff_json",
     "diff_recordings",
+    "diff_text",
     "faults",
     "http",
     "load",
     "load_settings",
     "make_key",
+    "matrix_json",
+    "matrix_summary",
+    "matrix_table",
+    "rehearse",
+    "rehearse_command",
     "run_steps",
     "step",
     "testing",

@@ -22,10 +22,11 @@ from ._base.clock import VirtualClock
 from ._base.errors import BadToolCall, BoundaryError, ProcessKilled
 from ._cassette.reader import load
 from ._deck.deck import Deck
-from ._diff.align import diff_recordings, render_text
+from ._diff.align import diff_recordings
+from ._diff.render import diff_text
 from ._judge.invariants import INVARIANTS, Violation, check
 from ._judge.policy import Outcome, Policy
-from .faults._fault import Fault
+from .faults import Fault
 from .workshop import OPS, POLICY, Workshop, record_golden
 
 READ = {"kind": "tool", "name": "read_file"}
@@ -180,7 +181,7 @@ def main(console: Console | None = None) -> int:
         changed = Path(folder) / "changed.jsonl"
         record_golden(changed, question="Make the agent loop respect the retry budget and quota.")
         diff = diff_recordings(load(golden), load(changed))
-        for line in render_text(diff, width=min(out.width, 120) - 3).splitlines():
+        for line in diff_text(diff, width=min(out.width, 120) - 3).splitlines():
             out.print(f"   {line}", markup=False)
 
     seconds = time.perf_counter() - started

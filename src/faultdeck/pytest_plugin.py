@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 
 from ._base.clock import SystemClock, VirtualClock
-from ._base.config import MATCHES, MODES, check_choice
+from ._base.config import MATCHES, MODES, Match, Mode, check_choice
 from ._base.errors import ConfigError, ReplayMiss
 from ._deck.deck import Deck
 from ._deck.report import Report
-from .faults._fault import Fault, FaultPlan
+from .faults import Fault, FaultPlan
 
 KEYS = ("cassette", "faults", "match", "mode", "strict", "allow_side_effects", "clock")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")
@@ -60,10 +60,10 @@ class Resolved:
         ci: ``CI`` is set: a miss never records.
     """
 
-    mode: str
+    mode: Mode
     cassette: Path
     faults: FaultPlan | None
-    match: str
+    match: Match
     strict: bool
     allow_side_effects: bool
     clock: str

@@ -22,7 +22,7 @@ from ._base.clock import Clock, VirtualClock
 from ._base.errors import BadToolCall
 from ._deck.deck import Deck
 from ._judge.policy import Outcome, Policy, run_steps
-from .faults._fault import FaultPlan
+from .faults import FaultPlan
 
 OPS = ("plan", "read", "patch")
 QUESTION = "Make the agent loop respect the retry budget."

@@ -7,25 +7,43 @@ behind the caller's back (``Deck.from_env(environ=…)``).
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar, get_args
 
 from .errors import ConfigError
+from .loading import load_attr
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-MODES = ("replay", "record", "once", "append", "resume", "off")
-MATCHES = ("keyed", "strict")
-DURABILITIES = ("flush", "fsync")
+Mode = Literal["replay", "record", "once", "append", "resume", "off"]
+"""How a deck uses its cassette; see the modes table in the README."""
+Match = Literal["keyed", "strict"]
+"""``keyed`` tolerates reordering of calls; ``strict`` wants each call at its recorded seq."""
+Durability = Literal["flush", "fsync"]
+"""``flush`` each line to the OS before the call returns, or ``fsync`` it to the disk."""
+Repeats = Literal["miss", "last"]
+"""What a call asked more often than it was recorded gets."""
+Latency = Literal["recorded"]
+"""``recorded``: replayed calls take their recorded time on the deck's clock."""
+OnHarnessChange = Literal["warn", "ignore"]
+"""What replaying a cassette recorded at another git commit does."""
+OnInDoubt = Literal["raise", "rerun", "skip"]
+"""What ``resume`` does with a side effect that was in flight at a kill."""
+
+MODES: tuple[Mode, ...] = get_args(Mode)
+MATCHES: tuple[Match, ...] = get_args(Match)
+DURABILITIES: tuple[Durability, ...] = get_args(Durability)
+REPEATS: tuple[Repeats, ...] = get_args(Repeats)
+ON_HARNESS_CHANGE: tuple[OnHarnessChange, ...] = get_args(OnHarnessChange)
+ON_IN_DOUBT: tuple[OnInDoubt, ...] = get_args(OnInDoubt)
 
 _KEYS = {
     "cassette_dir": str,
@@ -138,22 +156,19 @@ def _load(pyproject: str, _mtime: int) -> Settings:
     )
 
 
-def check_choice(what: str, value: Any, choices: tuple[str, ...]) -> str:
+C = TypeVar("C", bound=str)
+
+
+def check_choice(what: str, value: Any, choices: tuple[C, ...]) -> C:
     """Return ``value`` if it is one of ``choices``, else raise a ConfigError saying so."""
     if value not in choices:
         raise ConfigError(f"{what} {value!r} is not one of: {', '.join(choices)}")
-    return str(value)
+    return value  # type: ignore[no-any-return]
 
 
 def _import(name: str, spec: str, source: str | None) -> Callable[[Any], Any]:
     where = f"{source} [tool.faultdeck.normalizers] {name}" if source else f"normalizer {name}"
-    module_name, _, attr = spec.partition(":")
-    if not attr:
-        raise ConfigError(f"{where}: {spec!r} must look like 'package.module:function'")
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{where}: cannot import {spec!r} ({exc})") from None
+    target = load_attr(spec, what=where)
     if not callable(target):
         raise ConfigError(f"{where}: {spec!r} is not callable")
     return target  # type: ignore[no-any-return]

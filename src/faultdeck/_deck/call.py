@@ -1,148 +1,272 @@
-"""One call's plan, and the two traces it leaves: a record in the log, a line in the cassette.
+"""The call seam: one boundary call, from the deck's decision to the traces it leaves.
 
-The deck decides a plan as a call begins (its seq, its key, the answer from the recording
-or a live run, the fault injected) and fills it in as the call goes on. Whatever happens,
-the log gets a ``CallRecord``; a call that runs live while recording also gets an
-``Entry`` for the cassette, made of values already redacted.
+``deck.begin(kind, name, args)`` decides a call (its seq, its key, the recorded answer or a
+live run, the fault to apply) and hands back a ``Call``. Whoever makes the call (the deck's
+own ``call``, the HTTP transport, a server, an MCP adapter) then finishes it through the
+call's methods: ``replay()`` answers it from the cassette, ``inject()`` raises its fault,
+``runner()`` gives what to run live, ``result()`` and ``fail()`` record how it ended, and
+``complete()``, ``answered()`` and ``stream()`` record an answer the caller assembled
+itself. Whatever happens, the log gets one record; a call that runs live while recording
+also gets its intent and its line in the cassette, made of values already redacted.
+
+A ``Call`` is a context manager: an exception out of its block that it did not record
+already is recorded with ``fail()``.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal, TypeVar
 
-from .._cassette.format import Entry, Intent
-from ..faults._fault import Fault
+from .._base.errors import ArgumentError, ProcessKilled, SideEffectBlocked
+from .._cassette.errorjson import error_from_json, error_to_json, unreached
+from .._cassette.lines import http_answer_problem
+from .._keys.fields import ABSENT
+from .._keys.outputs import check_json
+from .answering import Answering, copy_value, number
+from .miss import in_doubt
 from .report import CallRecord, Source
 
+T = TypeVar("T")
+Result = Literal["out", "error", "stream"]
+OnInDoubt = Literal["raise", "rerun", "skip"]
 
-@dataclass(slots=True)
-class CallPlan:
-    """What the deck decided for one call.
+
+@dataclass(slots=True, eq=False)
+class Call(Answering):
+    """One boundary call, as the deck decided it; finish it with its methods.
 
     Attributes:
         seq: the call's position in this run.
         kind: the boundary kind.
-        name: the call's name.
+        name: the call's name (redacted).
         key: the call's key (empty in mode ``off``).
-        args: the call's arguments, normalized unless the mode is ``off``.
+        args: the call's arguments, normalized and redacted unless the mode is ``off``.
         schema: the tool's schema version.
         step: the loop's step label, if any.
         meta: free-form data stored with the call.
-        entry: the recorded call that answers it, when it is answered from the cassette.
+        recorded: the recorded call that answers it, when it is answered from the cassette.
         write: whether it runs live and is recorded.
         started: the clock's reading when the call began.
-        fault: the fault injected at it, if any.
-        fault_applied: the answer from the recording already carries ``fault`` (the call
-            was recorded under it), so it is not applied again.
+        fault: the fault to apply at it, if any.
+        fault_applied: the recorded answer already carries ``fault`` (the call was recorded
+            under it): shape nothing again.
         resumes: the intent of the call, in flight at a kill, that this call runs again.
         in_doubt: ``resumes`` had side effects: the call may have run already.
         skipped: an in-doubt call that was not run again (``on_in_doubt="skip"``).
         idempotency_key: the key a side-effecting call runs with, once it starts.
-        intent: whether its ``begin`` line was written.
+        intent: whether its intent was written.
+        finished: whether its end was recorded.
     """
 
-    seq: int
-    kind: str
-    name: str
-    key: str
-    args: Any
-    schema: str
-    step: Any
-    meta: Any
-    entry: Entry | None
-    write: bool
-    started: float = 0.0
-    fault: Fault | None = None
-    fault_applied: bool = False
-    resumes: Intent | None = None
-    in_doubt: bool = False
-    skipped: bool = False
-    idempotency_key: str | None = None
-    intent: bool = False
+    def __enter__(self) -> Call:
+        return self
 
-    def record(
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, Exception) and not self.finished:
+            self.fail(exc)
+
+    # -- what to apply ---------------------------------------------------------------------
+
+    @property
+    def delay(self) -> float:
+        """Seconds of injected delay before the answer (or its first event)."""
+        return self.fault.delay_ms / 1000 if self.fault is not None else 0.0
+
+    def inject(self) -> None:
+        """Raise the fault's in-process error, if it raises and the recording does not
+        answer already; recorded as injected when recording."""
+        fault = self.fault
+        if fault is None or not fault.raises or self.recorded is not None:
+            return
+        exc = fault.error()
+        run = self._run
+        with run.lock:
+            self._log(
+                "fault",
+                error=type(exc).__name__,
+                retry_after=number(getattr(exc, "retry_after", None)),
+                code=getattr(exc, "code", None),
+            )
+            if self.write and not isinstance(exc, ProcessKilled):
+                self._put("error", error_to_json(exc), 0.0, fault=fault.to_json())
+        raise exc
+
+    # -- answering from the recording ------------------------------------------------------
+
+    def replay(self) -> Any:
+        """The recorded answer: a fresh copy of its value, or its error raised."""
+        entry = self.recorded
+        if entry is None:
+            raise ValueError(f"seq {self.seq}: {self.kind} {self.name} has no recorded answer")
+        run = self._run
+        with run.lock:
+            run.index.serve(entry)
+            if entry.result == "error":
+                error = entry.value
+                code = error.get("code")
+                self._log(
+                    "replay",
+                    entry.seq,
+                    entry.ms,
+                    error.get("type"),
+                    retry_after=number(error.get("retry_after")),
+                    code=code if isinstance(code, str) else None,
+                )
+            else:
+                self._log("replay", entry.seq, entry.ms)
+                if entry.result == "out":
+                    run.ids.defer(entry.value)
+        if entry.result == "error":
+            raise error_from_json(entry.value)
+        return copy_value(entry.value)
+
+    # -- running live -------------------------------------------------------------------------
+
+    def runner(
         self,
-        source: Source,
-        recorded_seq: int | None = None,
-        ms: float = 0.0,
-        error: str | None = None,
+        fn: Callable[[], T],
         *,
-        retry_after: float | None = None,
-        code: str | None = None,
-        partial: bool = False,
-    ) -> Logged:
-        """This call as the log keeps it: where its answer came from and how it ended.
+        side_effect: bool = False,
+        dry_run: Callable[[], T] | None = None,
+        on_in_doubt: OnInDoubt = "raise",
+    ) -> Callable[[], T | None]:
+        """What runs live: ``fn``, ``dry_run`` for a side effect that may not run, or
+        nothing for an in-doubt call resolved by skipping it; its intent is written.
 
-        A plain tuple, cheap on the hot path; ``as_record`` makes the ``CallRecord``
-        when someone reads the log.
+        Raises:
+            SideEffectBlocked: a side effect may not run and has no stand-in.
+            CallInDoubt: the call was in flight at a kill, may have run, and nothing says
+                whether to run it again.
         """
-        return (self, source, recorded_seq, ms, error, retry_after, code, partial)
+        run = self._run
+        if self.in_doubt:
+            if on_in_doubt == "skip":
+                self.skipped = True
+                self.start(side_effect=True)
+                return lambda: None
+            if on_in_doubt != "rerun":
+                self._end("blocked")
+                raise in_doubt(self, run.where, self.resumes.line if self.resumes else 0)
+        chosen: Callable[[], T | None] = fn
+        if side_effect and run.mode != "off" and not run.allow_side_effects:
+            if dry_run is None:
+                self._end("blocked")
+                raise SideEffectBlocked(
+                    f"seq {self.seq}: {self.kind} {self.name} has side effects and mode is "
+                    f"{run.mode!r}, so it would run for real; pass allow_side_effects=True "
+                    "to let it, or give it a stand-in: @deck.tool(side_effect=True, "
+                    "dry_run=stub)"
+                )
+            chosen = dry_run
+        self.start(side_effect=side_effect)
+        return chosen
 
-    def to_entry(
-        self,
-        result: str,
-        value: Any,
-        ms: float,
-        redact: Callable[[Any], Any],
-        *,
-        fault: Any = None,
-    ) -> Entry:
-        """This call as the cassette stores it.
+    def start(self, *, side_effect: bool = False) -> None:
+        """The call is about to run live: write its intent, so that after a kill ``resume``
+        knows it was in flight; a side-effecting call gets its idempotency key."""
+        if side_effect:
+            old = self.resumes.idempotency_key if self.resumes is not None else None
+            self.idempotency_key = old or uuid.uuid4().hex
+        if not self.write or self.kind == "env":
+            return
+        intent: dict[str, Any] = {"begin": self.seq, "kind": self.kind, "name": self.name}
+        intent["key"] = self.key
+        if side_effect:
+            intent["side_effect"] = True
+            intent["idempotency_key"] = self.idempotency_key
+        if self.resumes is not None:
+            intent["resumes"] = self.resumes.seq
+        run = self._run
+        with run.lock:
+            if run.file.writing:
+                run.file.intent(intent, sync=side_effect)
+                self.intent = True
+
+    def result(self, value: Any, *, stored: Any = ABSENT) -> None:
+        """Log a live call that returned ``value``, and record it when recording.
 
         Args:
-            result: ``out``, ``error`` or ``stream``.
-            value: what the call returned, or its error as JSON, already redacted.
-            ms: how long it took.
-            redact: masks secrets in ``meta`` (args were redacted as they were keyed).
-            fault: the injected fault as JSON; by default the plan's own fault, if any.
+            value: what the call returned.
+            stored: what to write instead (already in stored form, see ``store``).
+
+        Raises:
+            ArgumentError: the value is not JSON, or an ``http`` call's is not an HTTP answer.
         """
-        if fault is None and self.fault is not None:
-            fault = self.fault.to_json()
-        step = self.step if isinstance(self.step, (str, int, float)) else None
-        return Entry(
-            self.seq,
-            self.kind,
-            self.name,
-            self.key,
-            self.args,
-            result,  # type: ignore[arg-type]
-            value,
-            ms,
-            step,
-            self.schema,
-            redact(self.meta) if self.meta is not None else None,
-            fault,
-        )
+        run = self._run
+        ms = round((run.clock.now() - self.started) * 1000, 3)
+        if not self.write:
+            with run.lock:
+                self._log("live", ms=ms)
+            return
+        if stored is ABSENT:
+            # An answer the cassette cannot hold ends the call: not logged, not written.
+            self.finished = True
+            check_json(value, f"out of {self.kind} {self.name} at seq {self.seq}")
+            stored = self.store("out", value)
+            if self.kind == "http":
+                problem = http_answer_problem(stored, body=True)
+                if problem is not None:
+                    raise ArgumentError(
+                        f"out of http {self.name} at seq {self.seq}",
+                        f"{problem}; kind 'http' holds what fd.http.Transport records, "
+                        "use kind 'tool' for other calls",
+                    )
+        with run.lock:
+            # The caller holds this very object and may change it: learn its ids now (after
+            # any earlier outputs still waiting, to keep their order).
+            run.ids.drain(run.normalizer.output_ids)
+            run.ids.learn(run.normalizer.output_ids(stored))
+            self._log("live", ms=ms)
+            self._put("out", stored, ms)
+
+    def fail(self, exc: BaseException) -> None:
+        """Log a live call that raised ``exc``, and record the error when recording; an
+        error that means the world was never reached (no connection) is not recorded."""
+        run = self._run
+        ms = round((run.clock.now() - self.started) * 1000, 3)
+        code = getattr(exc, "code", None)
+        with run.lock:
+            self._log(
+                "live",
+                ms=ms,
+                error=type(exc).__name__,
+                retry_after=number(getattr(exc, "retry_after", None)),
+                code=code if isinstance(code, str) else None,
+            )
+            if not self.write:
+                return
+            if unreached(exc):
+                if self.intent:
+                    run.file.intent({"abort": self.seq, "key": self.key})
+                return
+            self._put("error", self.store("error", error_to_json(exc)), ms)
 
 
-def number(value: Any) -> float | None:
-    """``value`` as a float when it is a number (not a bool), else ``None``."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-Logged = tuple[
-    CallPlan, Source, "int | None", float, "str | None", "float | None", "str | None", bool
-]
+Logged = tuple[Call, Source, "int | None", float, "str | None", "float | None", "str | None", bool]
 """A log line as the deck keeps it while calls run."""
 
 
 def as_record(logged: Logged) -> CallRecord:
     """The ``CallRecord`` of a log line."""
-    plan, source, recorded_seq, ms, error, retry_after, code, partial = logged
+    call, source, recorded_seq, ms, error, retry_after, code, partial = logged
     return CallRecord(
-        plan.seq,
-        plan.kind,
-        plan.name,
-        plan.key,
+        call.seq,
+        call.kind,
+        call.name,
+        call.key,
         source,
         recorded_seq,
         ms,
         error,
-        plan.fault.kind if plan.fault is not None else None,
-        plan.step,
-        plan.started,
+        call.fault.kind if call.fault is not None else None,
+        call.step,
+        call.started,
         retry_after,
         code,
         partial,

@@ -1,47 +1,51 @@
 """The deck: every boundary call goes through it to be recorded, replayed or refused.
 
-One call: normalize args → key → decide (answer from the cassette, run live, or miss) →
-(live: run, redact, write one line) → log. Replay keeps one FIFO queue per key (per key and
-seq when matching is strict), so a lookup costs the same however long the cassette is.
-
-``Deck`` is the public face: its settings and the calls a program makes. The run's state
-and the steps of each call live in ``_router``, below it.
+``Deck`` is the public face: its settings, its cassette's opening and closing, its report.
+Its calls come from ``Calls`` (``calls.py``): ``begin``, the one seam every call goes
+through, and its thin users ``call``, ``acall``, ``env`` and ``tool``; the HTTP transport
+uses ``begin`` too. ``begin`` returns the ``Call`` (``call.py``) that the caller finishes.
+The run's state lives in ``Run`` (``run.py``), below it.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, TypeVar, cast
-
-import orjson
+from typing import Any, ParamSpec, TypeVar
 
 from .._base import config as _config
-from .._base.clock import Clock, SystemClock, VirtualClock
-from .._base.config import MATCHES, MODES, Settings, check_choice
-from .._base.context import idempotency
-from .._base.errors import ConfigError, ReplayMiss
-from .._cassette.reader import Durability
-from .._cassette.session import hash_value
-from .._keys.canonical import SCHEMA_DEFAULT
+from .._base.clock import Clock, SystemClock
+from .._base.config import (
+    DURABILITIES,
+    MATCHES,
+    MODES,
+    ON_HARNESS_CHANGE,
+    REPEATS,
+    Durability,
+    Latency,
+    Match,
+    Mode,
+    OnHarnessChange,
+    Repeats,
+    Settings,
+    check_choice,
+)
+from .._base.errors import ConfigError
 from .._keys.normalize import NormalizeConfig, Normalizer
 from .._keys.redact import Redactor
-from ..faults._fault import Fault, FaultPlan
-from .call import CallPlan
+from ..faults import Fault, FaultPlan
+from .calls import Calls
+from .environ import deck_from_env
 from .report import CallRecord, Report
-from .run import IN_DOUBT_CHOICES, Router
-from .tools import wrap_tool
+from .run import Run
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
-_SECRETISH = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
-
-class Deck:
+class Deck(Calls):
     """Routes boundary calls: records them, replays them, and reports what happened.
 
     Args:
@@ -52,12 +56,12 @@ class Deck:
         faults: a ``FaultPlan``, a list of faults, or a plan file (JSON or TOML), injected in
             every mode: on replay on top of the recording, on record in front of the live call
             (recorded as injected).
-        latency: ``"recorded"`` to sleep each replayed call's recorded duration on the clock.
+        latency: ``"recorded"`` to let each replayed call take its recorded time on the clock.
         allow_side_effects: let side-effecting tools run while recording.
         durability: ``flush`` (default) or ``fsync`` each line before the call returns.
         normalize: normalization rules; by default from the project's settings.
-        redactor: what masks secrets before writing; by default with the project's extra
-            patterns.
+        redactor: what masks secrets before keying and writing; by default with the
+            project's extra patterns.
         public_env: environment variables whose values may be stored in clear.
         environ: the environment ``env()`` reads; ``os.environ`` by default.
         settings: the project's ``[tool.faultdeck]`` settings; read from the current
@@ -70,17 +74,24 @@ class Deck:
         replace: a fresh recording over an existing cassette is written beside it and
             replaces it when the run closes cleanly; ``False`` leaves it finished beside
             it, for a caller that decides later (``faultdeck record``, by exit status).
+
+    Attributes:
+        path: the cassette file.
+        mode, match, durability: as configured.
+        clock: the deck's clock.
+        faults: the fault plan, if any.
+        redactor: what masks secrets.
     """
 
     def __init__(
         self,
         cassette: str | os.PathLike[str],
         *,
-        mode: str | None = None,
-        match: str | None = None,
+        mode: Mode | None = None,
+        match: Match | None = None,
         clock: Clock | None = None,
         faults: FaultPlan | Iterable[Fault] | str | os.PathLike[str] | None = None,
-        latency: str | None = None,
+        latency: Latency | None = None,
         allow_side_effects: bool = False,
         durability: Durability | None = None,
         normalize: NormalizeConfig | None = None,
@@ -88,29 +99,25 @@ class Deck:
         public_env: tuple[str, ...] = (),
         environ: Mapping[str, str] | None = None,
         settings: Settings | None = None,
-        on_harness_change: str = "warn",
-        repeats: str = "miss",
+        on_harness_change: OnHarnessChange = "warn",
+        repeats: Repeats = "miss",
         replace: bool = True,
     ) -> None:
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
-        self.mode = check_choice("mode", mode or self._settings.mode or "replay", MODES)
-        self.match = check_choice("match", match or self._settings.match, MATCHES)
-        self.durability: Durability = cast(
-            Durability,
-            check_choice(
-                "durability", durability or self._settings.durability, _config.DURABILITIES
-            ),
+        self.mode: Mode = check_choice("mode", mode or self._settings.mode or "replay", MODES)
+        self.match: Match = check_choice("match", match or self._settings.match, MATCHES)
+        self.durability: Durability = check_choice(
+            "durability", durability or self._settings.durability, DURABILITIES
         )
         if latency not in (None, "recorded"):
             raise ConfigError(f"latency {latency!r} is not one of: None, 'recorded'")
-        check_choice("on_harness_change", on_harness_change, ("warn", "ignore"))
-        check_choice("repeats", repeats, ("miss", "last"))
+        check_choice("on_harness_change", on_harness_change, ON_HARNESS_CHANGE)
+        check_choice("repeats", repeats, REPEATS)
         self.clock: Clock = clock or SystemClock()
         self._latency = latency
-        redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
-        self.redactor = redactor
-        normalizer = Normalizer(normalize or self._default_normalize(), redactor)
+        self.redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
+        normalizer = Normalizer(normalize or self._default_normalize(), self.redactor)
         self._public_env = frozenset(public_env) | frozenset(self._settings.public_env)
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         if isinstance(faults, (str, os.PathLike)):
@@ -118,8 +125,7 @@ class Deck:
         elif faults is not None and not isinstance(faults, FaultPlan):
             faults = FaultPlan(faults)
         self.faults: FaultPlan | None = faults
-        # The run's state, and its one lock, live in the router.
-        self._router = Router(
+        self._run = Run(
             path=self.path,
             mode=self.mode,
             match=self.match,
@@ -127,7 +133,7 @@ class Deck:
             clock=self.clock,
             fault_run=faults.start() if faults else None,
             normalizer=normalizer,
-            redactor=redactor,
+            redactor=self.redactor,
             allow_side_effects=allow_side_effects,
             repeat_last=repeats == "last",
             environ=self._environ,
@@ -152,7 +158,7 @@ class Deck:
         """A deck configured by ``FAULTDECK_*`` variables, opened, and closed at exit.
 
         Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
-        fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits) and
+        fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits),
         ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits) and
         ``FAULTDECK_DEFER_REPLACE`` (``1``: a fresh recording stays beside the cassette when
         the run ends, for ``faultdeck record`` to move once the program exits 0). Other
@@ -161,35 +167,12 @@ class Deck:
         Raises:
             ConfigError: ``FAULTDECK_CASSETTE`` is not set, or a value is not valid.
         """
-        env = os.environ if environ is None else environ
-        cassette = env.get("FAULTDECK_CASSETTE")
-        if not cassette:
-            raise ConfigError(
-                "FAULTDECK_CASSETTE is not set; set it to the cassette path "
-                "(faultdeck record/replay set it for the program they run)"
-            )
-        plan_path = env.get("FAULTDECK_FAULTS")
-        if plan_path and "faults" not in kwargs:
-            kwargs["faults"] = FaultPlan.load(plan_path)
-        clock_name = env.get("FAULTDECK_CLOCK", "system")
-        check_choice("FAULTDECK_CLOCK", clock_name, ("system", "virtual"))
-        if clock_name == "virtual" and "clock" not in kwargs:
-            kwargs["clock"] = VirtualClock()
-        if env.get("FAULTDECK_DEFER_REPLACE") == "1":
-            kwargs.setdefault("replace", False)
-        deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)
-        report_path = env.get("FAULTDECK_REPORT")
-        deck.open()
+        return deck_from_env(cls, os.environ if environ is None else environ, kwargs)
 
-        def finish() -> None:
-            # An unhandled exception reached the top: the run ended, but not well.
-            deck.close("error" if getattr(sys, "last_value", None) is not None else "ok")
-            if report_path:
-                with open(report_path, "wb") as fh:
-                    fh.write(orjson.dumps(deck.report().to_dict(), option=orjson.OPT_INDENT_2))
-
-        atexit.register(finish)
-        return deck
+    @property
+    def latency(self) -> Latency | None:
+        """``recorded`` when replayed calls take their recorded time on the clock."""
+        return self._latency
 
     # -- opening and closing -------------------------------------------------------------
 
@@ -215,242 +198,23 @@ class Deck:
             CassetteLocked: another writer holds the cassette.
             CassetteCorrupt, CassetteVersionError: the cassette cannot be read.
         """
-        self._router.open()
+        self._run.open()
 
     def close(self, status: str = "ok") -> None:
         """Write the end line (when writing) and release the cassette."""
-        self._router.close(status)
+        self._run.close(status)
 
     def abandon(self) -> None:
         """Release the cassette without an end line, as a killed process would leave it."""
-        self._router.abandon()
-
-    # -- calls -----------------------------------------------------------------------------
-
-    def call(
-        self,
-        kind: str,
-        name: str,
-        args: Any,
-        fn: Callable[[], T],
-        *,
-        schema: str = SCHEMA_DEFAULT,
-        side_effect: bool = False,
-        dry_run: Callable[[], T] | None = None,
-        on_in_doubt: str = "raise",
-        step: Any = None,
-        meta: Any = None,
-    ) -> T:
-        """Make one boundary call through the deck.
-
-        Args:
-            kind: ``model``, ``tool``, ``env`` or ``http``.
-            name: the call's name.
-            args: the call's arguments, as JSON values; they decide the key.
-            fn: runs the call for real; never called in replay.
-            schema: the tool's schema version; part of the key.
-            side_effect: the call changes the world (sends, writes, pays).
-            dry_run: runs instead of ``fn`` for a side-effecting call while recording.
-            on_in_doubt: what ``resume`` does with a side-effecting call that was in flight
-                when the run was killed (it may have run): ``raise`` (default;
-                ``CallInDoubt``), ``rerun`` (run it again) or ``skip`` (return ``None``).
-            step: the loop's step label, stored with the call.
-            meta: free-form data stored with the call, never part of the key.
-
-        Returns:
-            The live result, or the recorded one (a fresh copy) when replaying.
-
-        Raises:
-            ReplayMiss: the cassette has no answer for this call and the mode may not run it.
-            SideEffectBlocked: a side-effecting call may not run in this mode.
-            CallInDoubt: resuming, a side effect in flight at the kill may have run.
-            ArgumentError: args (or a live result) hold a value that is not JSON, or the
-                kind is not one of the four.
-            CassetteWriteError: the disk refused the cassette's line.
-        """
-        if on_in_doubt != "raise":
-            check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
-        plan = self._begin(kind, name, args, schema, step, meta)
-        router = self._router
-        fault = plan.fault
-        if fault is not None:
-            if plan.entry is None:
-                router.inject(plan)
-            self.clock.advance(fault.delay_ms / 1000)
-        if plan.entry is not None:
-            if self._latency == "recorded":
-                self.clock.advance(self._recorded_ms(plan))
-            return cast(T, router.serve(plan, plan.entry))
-        runner = router.runner(plan, fn, side_effect, dry_run, on_in_doubt=on_in_doubt)
-        started = plan.started  # an injected delay is part of the call's duration
-        try:
-            with idempotency(plan.idempotency_key):
-                value = runner()
-        except Exception as exc:
-            router.finish_error(plan, exc, started)
-            raise
-        router.finish(plan, value, started)
-        return cast(T, value)
-
-    async def acall(
-        self,
-        kind: str,
-        name: str,
-        args: Any,
-        fn: Callable[[], Awaitable[T]],
-        *,
-        schema: str = SCHEMA_DEFAULT,
-        side_effect: bool = False,
-        dry_run: Callable[[], Awaitable[T]] | None = None,
-        on_in_doubt: str = "raise",
-        step: Any = None,
-        meta: Any = None,
-    ) -> T:
-        """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
-        if on_in_doubt != "raise":
-            check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
-        plan = self._begin(kind, name, args, schema, step, meta)
-        router = self._router
-        fault = plan.fault
-        if fault is not None:
-            if plan.entry is None:
-                router.inject(plan)
-            await self.clock.aadvance(fault.delay_ms / 1000)
-        if plan.entry is not None:
-            if self._latency == "recorded":
-                await self.clock.aadvance(self._recorded_ms(plan))
-            return cast(T, router.serve(plan, plan.entry))
-        runner = router.runner(plan, fn, side_effect, dry_run, on_in_doubt=on_in_doubt)
-        started = plan.started  # an injected delay is part of the call's duration
-        try:
-            with idempotency(plan.idempotency_key):
-                awaitable = runner()
-                value = None if awaitable is None else await awaitable
-        except Exception as exc:
-            router.finish_error(plan, exc, started)
-            raise
-        router.finish(plan, value, started)
-        return cast(T, value)
-
-    @staticmethod
-    def _recorded_ms(plan: CallPlan) -> float:
-        # A delay the recording was made under is in its ms already; it was just applied.
-        delay = plan.fault.delay_ms if plan.fault is not None and plan.fault_applied else 0.0
-        ms = plan.entry.ms if plan.entry is not None else 0.0
-        return max(0.0, ms - delay) / 1000
-
-    def env(
-        self, name: str, default: str | None = None, *, public: bool | None = None
-    ) -> str | None:
-        """Read an environment variable as a boundary call of kind ``env``.
-
-        The value is stored as a hash unless the variable is public (``public=True``, or
-        listed in ``public_env``); names that look like credentials are never public. On
-        replay a public value comes from the cassette; a hashed one is read from the
-        environment and must hash the same as it did when recorded.
-
-        Raises:
-            ReplayMiss: the variable's value differs from the recording.
-        """
-        is_public = name in self._public_env if public is None else public
-        if is_public and any(part in name.upper() for part in _SECRETISH):
-            is_public = False
-        live = self._environ.get(name)
-        stored: str | None = None
-        if live is not None:
-            stored = self.redactor.redact_text(live) if is_public else hash_value(live)
-        plan = self._begin("env", name, {}, SCHEMA_DEFAULT, None, None)
-        router = self._router
-        if plan.entry is None:
-            router.inject(plan)
-        if plan.entry is None:
-            router.finish(plan, stored, self.clock.now(), stored_value=stored)
-            return default if live is None else live
-        recorded = router.serve(plan, plan.entry)
-        if is_public:
-            return default if recorded is None else cast(str, recorded)
-        if recorded != stored:
-            raise ReplayMiss(
-                f"replay miss at seq {plan.seq}: env {name} differs from the recording in "
-                f"{self.path} (recorded {recorded or 'unset'}, now {stored or 'unset'}); "
-                "set it as it was, or re-record",
-                seq=plan.seq,
-                kind="env",
-                name=name,
-                key=plan.key,
-                agreed=router.index.served - 1,
-                nearest=None,
-                diff=(("value", recorded, stored),),
-            )
-        return default if live is None else live
-
-    def tool(
-        self,
-        fn: F | None = None,
-        *,
-        name: str | None = None,
-        schema_version: str = SCHEMA_DEFAULT,
-        side_effect: bool = False,
-        dry_run: Callable[..., Any] | None = None,
-        on_in_doubt: str = "raise",
-        idempotency_key: str | None = None,
-    ) -> Any:
-        """Decorate a function (sync or async) so each call is a ``tool`` boundary call.
-
-        The call's args are the function's bound arguments, defaults applied.
-
-        Args:
-            name: the tool's name; the function's name by default.
-            schema_version: part of the key: changing a tool's shape fails loudly.
-            side_effect: the tool changes the world; it never runs in replay.
-            dry_run: a stand-in with the same signature that runs instead while recording.
-            on_in_doubt: what ``resume`` does when this tool was in flight at a kill and may
-                have run: ``raise`` (default), ``rerun`` or ``skip``; see ``Deck.call``.
-            idempotency_key: the name of a keyword parameter through which the tool
-                receives a key that stays the same when ``resume`` runs it again; pass it to
-                the service (an ``Idempotency-Key`` header), and a call in doubt runs again
-                safely. It is not part of the call's args.
-        """
-        check_choice("on_in_doubt", on_in_doubt, IN_DOUBT_CHOICES)
-
-        def wrap(func: F) -> F:
-            return wrap_tool(
-                self,
-                func,
-                name=name or func.__name__,
-                schema_version=schema_version,
-                side_effect=side_effect,
-                dry_run=dry_run,
-                on_in_doubt=on_in_doubt,
-                idempotency_key=idempotency_key,
-            )
-
-        return wrap(fn) if fn is not None else wrap
-
-    def _begin(
-        self,
-        kind: str,
-        name: str,
-        args: Any,
-        schema: str,
-        step: Any,
-        meta: Any,
-        *,
-        shaped: frozenset[str] = frozenset(),
-    ) -> CallPlan:
-        if not self._router.opened:
-            # Opened through Deck.open, as by `with`, so that a warning on opening is
-            # attributed (stacklevel) to the same frame on either path.
-            self.open()
-        return self._router.begin(kind, name, args, schema, step, meta, shaped=shaped)
+        self._run.abandon()
 
     # -- the report ------------------------------------------------------------------------
 
     @property
     def calls(self) -> tuple[CallRecord, ...]:
         """Every call so far, in the order they started."""
-        return self._router.calls()
+        return self._run.calls()
 
     def report(self) -> Report:
         """What happened so far: used, unused, repeats, misses, order changes."""
-        return self._router.report()
+        return self._run.report()

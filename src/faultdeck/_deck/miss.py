@@ -1,14 +1,15 @@
-"""The message and fields of a ``ReplayMiss``: which call, after how many agreeing, what changed.
+"""The errors of a call that cannot go on: a ``ReplayMiss`` (which call, after how many
+agreeing, what changed) and a ``CallInDoubt`` (a side effect that may have run).
 
-Pure: given the call and the recording, it builds the error; it runs only on a miss.
+Pure: given the call and the recording, it builds the error; it runs only when one is due.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from .._base.errors import ReplayMiss
+from .._base.errors import CallInDoubt, ReplayMiss
 from .._cassette.format import Entry
 from .._keys.fields import field_diff, preview_pair
 
@@ -98,6 +99,31 @@ def build_miss(
         agreed=agreed,
         nearest=near,
         diff=diff,
+    )
+
+
+class _Call(Protocol):
+    seq: int
+    kind: str
+    name: str
+    key: str
+
+
+def in_doubt(call: _Call, where: str, line: int) -> CallInDoubt:
+    """The ``CallInDoubt`` of a side-effecting call in flight at a kill, whose intent is at
+    ``where:line``."""
+    return CallInDoubt(
+        f"resume at seq {call.seq}: {call.kind} {call.name} (key {call.key}) was in flight "
+        f"when the run stopped (its intent is at {where}:{line}, no answer was written), "
+        "so it may have run. It has side effects, so it is not run again unless told: "
+        "declare @deck.tool(side_effect=True, on_in_doubt='rerun') or 'skip' (deck.call "
+        "takes on_in_doubt= too), or give the tool an idempotency key "
+        "(@deck.tool(idempotency_key='name')); or check the world and re-record",
+        seq=call.seq,
+        kind=call.kind,
+        name=call.name,
+        key=call.key,
+        line=line,
     )
 
 

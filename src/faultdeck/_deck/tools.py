@@ -4,29 +4,58 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
+from .._base.config import OnInDoubt
 from .._base.context import current_idempotency_key
 from .._base.errors import ConfigError
 
-if TYPE_CHECKING:
-    from .deck import Deck
+P = ParamSpec("P")
+R = TypeVar("R")
 
-F = TypeVar("F", bound=Callable[..., Any])
+
+class _Deck(Protocol):
+    """The two ways a tool's call goes through its deck (``Deck.call`` and ``acall``)."""
+
+    def call(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        fn: Callable[[], Any],
+        *,
+        schema_version: str = ...,
+        side_effect: bool = ...,
+        dry_run: Callable[[], Any] | None = ...,
+        on_in_doubt: OnInDoubt = ...,
+    ) -> Any: ...
+
+    async def acall(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        fn: Callable[[], Awaitable[Any]],
+        *,
+        schema_version: str = ...,
+        side_effect: bool = ...,
+        dry_run: Callable[[], Awaitable[Any]] | None = ...,
+        on_in_doubt: OnInDoubt = ...,
+    ) -> Any: ...
 
 
 def wrap_tool(
-    deck: Deck,
-    func: F,
+    deck: _Deck,
+    func: Callable[P, R],
     *,
     name: str,
     schema_version: str,
     side_effect: bool,
     dry_run: Callable[..., Any] | None,
-    on_in_doubt: str = "raise",
+    on_in_doubt: OnInDoubt = "raise",
     idempotency_key: str | None = None,
-) -> F:
+) -> Callable[P, R]:
     """Wrap a sync or async function so each call goes through ``deck``.
 
     The call's args are the function's bound arguments with defaults applied, so
@@ -75,13 +104,13 @@ def wrap_tool(
                 name,
                 bind(args, kwargs),
                 lambda: func(*args, **keyed(kwargs)),
-                schema=schema_version,
+                schema_version=schema_version,
                 side_effect=side_effect,
                 dry_run=stub(args, kwargs),
                 on_in_doubt=on_in_doubt,
             )
 
-        return cast(F, async_wrapper)
+        return cast(Callable[P, R], async_wrapper)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -90,10 +119,10 @@ def wrap_tool(
             name,
             bind(args, kwargs),
             lambda: func(*args, **keyed(kwargs)),
-            schema=schema_version,
+            schema_version=schema_version,
             side_effect=side_effect,
             dry_run=stub(args, kwargs),
             on_in_doubt=on_in_doubt,
         )
 
-    return cast(F, wrapper)
+    return cast(Callable[P, R], wrapper)

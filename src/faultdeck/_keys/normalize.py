@@ -24,7 +24,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.errors import ArgumentError
-from .redact import CREDENTIAL_FIELDS, DROP, SECRET, Redactor
+from .ids import (
+    _GENERATED,
+    _PROVIDER_ID,
+    _PROVIDER_PREFIXES,
+    _UUID,
+    IdMap,
+    collect_ids,
+    could_be_id,
+    is_id_field,
+)
+from .names import CREDENTIAL_FIELDS, DROP, SECRET
+from .outputs import INT_LIMIT, is_epoch, is_time_field, locate, scrub
+from .redact import Redactor
 
 Rule = Callable[[Any], Any]
 
@@ -33,51 +45,9 @@ TRANSPORT_FIELDS = CREDENTIAL_FIELDS | frozenset(
     {"idempotency-key", "idempotency_key", "x-request-id", "request-id", "request_id"}
 )
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-# Prefixes of the ids providers hand out (chatcmpl-…, call_…, toolu_…, resp_…).
-_PROVIDER_NAMES = (
-    "chatcmpl",
-    "cmpl",
-    "call",
-    "toolu",
-    "srvtoolu",
-    "msg",
-    "msgbatch",
-    "resp",
-    "req",
-    "run",
-    "fc",
-    "rs",
-    "ws",
-    "item",
-    "batch",
-    "file",
-    "asst",
-    "thread",
-    "step",
-    "evt",
-    "sess",
-    "ctc",
-    "mcp",
-    "mcpr",
-)
-_PROVIDER_ID = re.compile(rf"(?:{'|'.join(_PROVIDER_NAMES)})[-_][A-Za-z0-9_-]{{6,}}")
-_ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]{8,}")
-_DIGIT = re.compile(r"\d")
-_GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
 _DATETIME = re.compile(
     r"(\d{4}-\d{2}-\d{2})([T ])(\d{2}:\d{2}(?::\d{2})?)(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"
 )
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_TIME_NAMES = frozenset({"created", "updated", "timestamp", "ts", "time", "now", "date"})
-_TIME_SUFFIXES = ("_at", "_time", "_ts", "At")
-_EPOCH_S = (1e9, 4e9)
-_EPOCH_MS = (1e12, 4e12)
-# 2000-01-01T00:00:00Z: placeholders count seconds from here by seq.
-_PLACEHOLDER_EPOCH = 946684800
-_INT_LIMIT = 2**63
-_MISSING = object()
-_PROVIDER_PREFIXES = tuple(f"{name}{sep}" for name in _PROVIDER_NAMES for sep in "-_")
 # A field name's meaning to normalization, as bits; cached per name.
 _STRIP, _VOLATILE, _TIME, _ID_FIELD, _SECRET = 1, 2, 4, 8, 16
 _NAMES_CACHED = 4096
@@ -87,98 +57,6 @@ _REDACT_MIN = 12
 
 class _NotJSON(Exception):
     """The walk met a value JSON cannot hold; ``_locate`` then names it."""
-
-
-def is_id_field(name: str) -> bool:
-    """Whether a field name conventionally holds an identifier."""
-    return name == "id" or name.endswith(("_id", "Id", "-id"))
-
-
-def is_time_field(name: str) -> bool:
-    """Whether a field name conventionally holds a wall-clock value."""
-    return name in _TIME_NAMES or name.endswith(_TIME_SUFFIXES)
-
-
-def looks_like_id(value: str, field_name: str | None) -> bool:
-    """Whether a string is a generated identifier: a UUID, a provider id, or a
-    generated-looking value (8+ id characters with a digit) under an id-named field."""
-    n = len(value)
-    if n == 36 and _UUID.fullmatch(value):
-        return True
-    if n >= 8 and _PROVIDER_ID.fullmatch(value):
-        return True
-    return field_name is not None and is_id_field(field_name) and bool(_GENERATED.fullmatch(value))
-
-
-class IdMap:
-    """Consistent renaming of volatile ids within one run, in order of first appearance."""
-
-    __slots__ = ("_names", "_pending", "_tentative")
-
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
-        # Outputs whose ids are learned only when a later call could send one back: most
-        # answers are never looked into, and the numbering comes out the same.
-        self._pending: list[Any] = []
-        # Ids named by a walk whose key may be thrown away (see ``tentative``).
-        self._tentative: list[str] | None = None
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def get(self, raw: str) -> str | None:
-        """The placeholder already given to ``raw``, if any."""
-        return self._names.get(raw)
-
-    def name(self, raw: str) -> str:
-        """The placeholder of ``raw``, giving it the next one if it has none."""
-        placeholder = self._names.get(raw)
-        if placeholder is None:
-            placeholder = f"«id:{len(self._names) + 1}»"
-            self._names[raw] = placeholder
-            if self._tentative is not None:
-                self._tentative.append(raw)
-        return placeholder
-
-    def learn(self, ids: list[str]) -> None:
-        """Give placeholders to ids found in an output, in order."""
-        names = self._names
-        for raw in ids:
-            if raw not in names:
-                names[raw] = f"«id:{len(names) + 1}»"
-
-    def tentative(self) -> None:
-        """From now on remember which ids ``name`` adds, until ``commit`` or ``rollback``.
-
-        Outputs learned meanwhile are kept either way: learning comes before any naming in
-        a walk, so dropping the walk's names leaves the numbering dense.
-        """
-        self._tentative = []
-
-    def commit(self) -> None:
-        """Keep the ids named since ``tentative``."""
-        self._tentative = None
-
-    def rollback(self) -> None:
-        """Forget the ids named since ``tentative``."""
-        for raw in self._tentative or ():
-            del self._names[raw]
-        self._tentative = None
-
-    @property
-    def waiting(self) -> bool:
-        """Whether outputs wait to have their ids learned."""
-        return bool(self._pending)
-
-    def defer(self, output: Any) -> None:
-        """Remember an output whose ids are learned when they may be needed (``drain``)."""
-        self._pending.append(output)
-
-    def drain(self, collect: Callable[[Any], list[str]]) -> None:
-        """Learn the ids of every remembered output, in the order they came."""
-        pending, self._pending = self._pending, []
-        for output in pending:
-            self.learn(collect(output))
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +127,7 @@ class Normalizer:
             out = (self._redacting if redact else self._plain)(args, 0, ids)
         except _NotJSON:
             strip = self._config.strip_fields
-            path, detail = _locate(args, "args", lambda k: k.lower() in strip)
+            path, detail = locate(args, "args", lambda k: k.lower() in strip)
             raise ArgumentError(path, detail) from None
         rules = self._config.rules
         if rules:
@@ -308,7 +186,7 @@ class Normalizer:
                     n = len(value)
                 # Ids are 8+ characters without spaces (see looks_like_id): prose skips this.
                 if use_ids and n >= 8 and " " not in value:
-                    if ids.waiting and _could_be_id(value):
+                    if ids.waiting and could_be_id(value):
                         ids.drain(output_ids)
                     known = ids.get(value)
                     if known is not None:
@@ -347,11 +225,11 @@ class Normalizer:
             if cls is bool or value is None:
                 return value
             if cls is int or cls is float:
-                if cls is int and not -_INT_LIMIT <= value < _INT_LIMIT:
+                if cls is int and not -INT_LIMIT <= value < INT_LIMIT:
                     raise _NotJSON
                 if cls is float and not math.isfinite(value):
                     raise _NotJSON
-                if flags & _VOLATILE or (flags & _TIME and _is_epoch(value)):
+                if flags & _VOLATILE or (flags & _TIME and is_epoch(value)):
                     return cls(0)
                 return value
             raise _NotJSON
@@ -363,7 +241,7 @@ class Normalizer:
         if not self._config.ids:
             return []
         found: list[str] = []
-        _collect_ids(out, None, found)
+        collect_ids(out, None, found)
         return found
 
     def scrub_output(self, out: Any, seq: int) -> Any:
@@ -373,135 +251,4 @@ class Normalizer:
         """
         if not self._config.output_times:
             return out
-        return _scrub(out, None, _PLACEHOLDER_EPOCH + seq)
-
-
-def check_json(value: Any, where: str) -> None:
-    """Raise ``ArgumentError`` naming the first value in an output that JSON cannot hold.
-
-    Args:
-        value: the output.
-        where: what it is the output of, for the message.
-    """
-    found = _locate(value, "out", None)
-    if found is not None:
-        path, detail = found
-        raise ArgumentError(f"{where}: {path}", detail)
-
-
-def _locate(value: Any, path: str, skip: Callable[[str], bool] | None) -> Any:
-    """``(path, what is wrong)`` of the first value JSON cannot hold, in walk order, or
-    ``None``; dict keys for which ``skip`` is true are passed over, as normalization strips
-    them."""
-    stack: list[tuple[str, Any]] = [(path, value)]
-    while stack:
-        here, item = stack.pop()
-        cls = type(item)
-        if cls is dict:
-            children = []
-            for k, v in item.items():
-                if type(k) is not str:
-                    return (
-                        f"{here}[{k!r}]",
-                        f"dict key of type {type(k).__name__}; JSON keys are strings",
-                    )
-                if skip is None or not skip(k):
-                    children.append((f"{here}.{k}", v))
-            stack.extend(reversed(children))
-        elif cls is list or cls is tuple:
-            stack.extend(reversed([(f"{here}[{i}]", v) for i, v in enumerate(item)]))
-        elif cls is float:
-            if not math.isfinite(item):
-                return here, f"{item} is not a JSON number; pass null or a string"
-        elif cls is int:
-            if not -_INT_LIMIT <= item < _INT_LIMIT:
-                return here, "integer outside 64 bits; pass it as a string"
-        elif cls is not str and cls is not bool and item is not None:
-            return (
-                here,
-                f"{cls.__name__} is not a JSON value; convert it first (for example str(), "
-                ".isoformat() or .model_dump(mode='json'); for SDK objects, record at the HTTP "
-                "boundary with fd.http.Transport)",
-            )
-    return None
-
-
-def _is_epoch(value: float) -> bool:
-    return _EPOCH_S[0] <= value < _EPOCH_S[1] or _EPOCH_MS[0] <= value < _EPOCH_MS[1]
-
-
-def _could_be_id(value: str) -> bool:
-    """Whether ``value`` has the shape of some id an output could have handed out."""
-    return bool(
-        (len(value) == 36 and _UUID.fullmatch(value))
-        or value.startswith(_PROVIDER_PREFIXES)
-        or (_ID_CHARS.fullmatch(value) and _DIGIT.search(value))
-    )
-
-
-def _collect_ids(value: Any, field_name: str | None, found: list[str]) -> None:
-    cls = type(value)
-    if cls is str:
-        # Shorter than any id: most of a model's answer is words, checked for free here.
-        if len(value) >= 8 and looks_like_id(value, field_name):
-            found.append(value)
-    elif cls is dict:
-        for k, v in value.items():
-            _collect_ids(v, k, found)
-    elif cls is list:
-        for v in value:
-            _collect_ids(v, field_name, found)
-
-
-def _scrub(value: Any, field_name: str | None, stamp: int) -> Any:
-    cls = type(value)
-    if cls is dict:
-        changed = False
-        result: dict[str, Any] = {}
-        for k, v in value.items():
-            new = _scrub(v, k, stamp)
-            changed = changed or new is not v
-            result[k] = new
-        return result if changed else value
-    if cls is list:
-        items = [_scrub(v, field_name, stamp) for v in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            return items
-        return value
-    if cls is str:
-        return _scrub_string(value, field_name, stamp)
-    if (cls is int or cls is float) and field_name is not None and is_time_field(field_name):
-        if _EPOCH_S[0] <= value < _EPOCH_S[1]:
-            return cls(stamp)
-        if _EPOCH_MS[0] <= value < _EPOCH_MS[1]:
-            return cls(stamp * 1000)
-    return value
-
-
-def _scrub_string(value: str, field_name: str | None, stamp: int) -> str:
-    if len(value) >= 16:
-        match = _DATETIME.fullmatch(value)
-        if match is not None:
-            return _format_stamp(stamp, match)
-    if (
-        field_name is not None
-        and len(value) == 10
-        and is_time_field(field_name)
-        and _DATE.fullmatch(value)
-    ):
-        return "2000-01-01"
-    return value
-
-
-def _format_stamp(stamp: int, match: re.Match[str]) -> str:
-    seconds = stamp - _PLACEHOLDER_EPOCH
-    hh, rest = divmod(seconds, 3600)
-    mm, ss = divmod(rest, 60)
-    days, hh = divmod(hh, 24)
-    date = f"2000-01-{1 + days:02d}" if days < 31 else "2000-02-01"
-    clock = (
-        f"{hh:02d}:{mm:02d}:{ss:02d}" if match.group(3).count(":") == 2 else f"{hh:02d}:{mm:02d}"
-    )
-    fraction = match.group(4)
-    frac = "." + "0" * (len(fraction) - 1) if fraction else ""
-    return f"{date}{match.group(2)}{clock}{frac}{match.group(5) or ''}"
+        return scrub(out, seq)

@@ -27,8 +27,14 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-import orjson
-
+from .names import (
+    CREDENTIAL_FIELDS,
+    DROP,
+    NOT_SECRET_FIELDS,
+    PLAIN,
+    SECRET,
+    SECRET_FIELD_WORDS,
+)
 from .secrets import (
     ASSIGNMENT_HINTS,
     MASK_PREFIX,
@@ -43,6 +49,7 @@ from .secrets import (
     mask,
     unescape_masks,
 )
+from .streams import mask_split_text
 
 __all__ = [
     "CREDENTIAL_FIELDS",
@@ -59,93 +66,10 @@ __all__ = [
     "SECRET_FIELD_WORDS",
 ]
 
-CREDENTIAL_FIELDS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "cookie",
-        "set-cookie",
-        "openai-organization",
-        "openai-project",
-        "dd-api-key",
-        "dd-application-key",
-    }
-)
-"""Field names (compared lower-case) whose values are credentials: dropped, never keyed."""
-
-SECRET_FIELD_WORDS: frozenset[str] = frozenset(
-    {
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "secrets",
-        "token",
-        "credential",
-        "credentials",
-        "auth",
-        "authorization",
-        "apikey",
-        "appkey",
-        "applicationkey",
-        "accesskey",
-        "privatekey",
-        "clientsecret",
-    }
-)
-"""Words that make a field name secret-like (see ``Redactor``); compared without separators."""
-
-NOT_SECRET_FIELDS: frozenset[str] = frozenset(
-    {
-        # pagination: opaque, often random-looking, and sent back on the next call
-        "pagetoken",
-        "nextpagetoken",
-        "prevpagetoken",
-        "previouspagetoken",
-        "paginationtoken",
-        "continuationtoken",
-        "nexttoken",
-        "synctoken",
-        "nextsynctoken",
-        "resumetoken",
-        "cursor",
-        "nextcursor",
-        "startcursor",
-        "endcursor",
-        # counting: numbers of tokens, never tokens
-        "tokens",
-        "maxtokens",
-        "maxoutputtokens",
-        "maxcompletiontokens",
-        "maxnewtokens",
-        "totaltokens",
-        "prompttokens",
-        "completiontokens",
-        "inputtokens",
-        "outputtokens",
-        "cachedtokens",
-        "reasoningtokens",
-        "cachereadinputtokens",
-        "cachecreationinputtokens",
-        "tokencount",
-        "numtokens",
-        "tokenlimit",
-        "tokensused",
-        "usedtokens",
-        "tokentype",
-    }
-)
-"""Field names (without separators, lower-case) that look secret-like but are not."""
-
 CREDENTIAL_FIELD_FINDING = "credential_field"
 """``Finding.pattern`` for a dropped credential field."""
 SECRET_FIELD_FINDING = "secret_field"
 """``Finding.pattern`` for a value masked whole under a secret-like field name."""
-
-PLAIN, DROP, SECRET = 0, 1, 2
-"""What a field name means to redaction: nothing, a credential (dropped), or secret-like."""
 
 # Key classification is cached, but keys can be data (ids as keys), so the cache is bounded.
 _KEY_CACHE_MAX = 4096
@@ -290,7 +214,7 @@ class Redactor:
         deltas carries is masked as a whole, its pieces rewritten to agree, then each
         event is redacted as any value is."""
         if type(stream) is dict and type(stream.get("events")) is list:
-            stream = self._mask_split_text(stream)
+            stream = mask_split_text(stream, self._spans)
         return self.redact(stream)
 
     def findings(self, value: object, *, path: str = "") -> list[Finding]:
@@ -441,24 +365,6 @@ class Redactor:
                 out.append(new)
         return out
 
-    def _mask_split_text(self, stream: dict[str, Any]) -> dict[str, Any]:
-        """The stream with each run of text deltas masked as the text it joins into."""
-        groups = _text_pieces(stream["events"])
-        if not any(self._spans("".join(t for _, _, t in pieces)) for pieces in groups.values()):
-            return stream
-        stream = orjson.loads(orjson.dumps(stream))  # rewritten below; the caller's stays
-        for pieces in _text_pieces(stream["events"]).values():
-            texts = [t for _, _, t in pieces]
-            for _ in range(_MAX_ROUNDS):
-                joined = "".join(texts)
-                spans = self._spans(joined)
-                if not spans:
-                    break
-                texts = _split_masked(joined, spans, [len(t) for t in texts])
-            for (holder, field, _), text in zip(pieces, texts, strict=True):
-                holder[field] = text
-        return stream
-
     def _find(self, value: object, path: str, secret_field: bool, out: list[Finding]) -> None:
         if isinstance(value, str):
             result, names = self._mask_text(unescape_masks(value))
@@ -476,65 +382,3 @@ class Redactor:
         elif isinstance(value, (list, tuple)):
             for i, v in enumerate(value):
                 self._find(v, f"{path}[{i}]", secret_field, out)
-
-
-# A piece of streamed text: the object that holds it, its field, and the text.
-_Piece = tuple[Any, Any, str]
-
-
-def _text_pieces(events: list[Any]) -> dict[tuple[Any, ...], list[_Piece]]:
-    """The pieces of streamed text in ``events``, grouped into the texts they join into.
-
-    A piece is a string at a path through a ``delta`` (``choices[0].delta.content``,
-    ``delta.text``, ``delta.partial_json``, a Responses ``delta``), or an event's whole data
-    when it is plain text. Pieces of one text share the event name, the data's ``type`` and
-    the path.
-    """
-    groups: dict[tuple[Any, ...], list[_Piece]] = {}
-    for event in events:
-        if type(event) is not dict:
-            continue
-        data = event.get("data")
-        name = event.get("event")
-        if type(data) is str:
-            groups.setdefault((name, None), []).append((event, "data", data))
-        elif type(data) is dict:
-            kind = data.get("type")
-            _collect(data, (name, kind), False, groups)
-    return groups
-
-
-def _collect(
-    value: Any, path: tuple[Any, ...], in_delta: bool, groups: dict[tuple[Any, ...], list[_Piece]]
-) -> None:
-    items = value.items() if type(value) is dict else enumerate(value)
-    for k, v in items:
-        cls = type(v)
-        if cls is str:
-            if in_delta or k == "delta":
-                groups.setdefault((*path, k), []).append((value, k, v))
-        elif cls is dict or cls is list:
-            _collect(v, (*path, k), in_delta or k == "delta", groups)
-
-
-def _split_masked(joined: str, spans: list[Span], lengths: list[int]) -> list[str]:
-    """Pieces of ``joined`` (of these lengths) with ``spans`` masked: each mask goes in the
-    piece where its secret starts, the rest of the secret is cut from the pieces after, so
-    the pieces join into ``apply_masks(joined, spans)``."""
-    out: list[str] = []
-    lo = 0
-    for length in lengths:
-        hi = lo + length
-        parts: list[str] = []
-        pos = lo
-        for _, start, end in spans:
-            if end <= lo or start >= hi:
-                continue
-            parts.append(joined[pos : max(start, lo)])
-            if start >= lo:
-                parts.append(mask(joined[start:end]))
-            pos = min(end, hi)
-        parts.append(joined[pos:hi])
-        out.append("".join(parts))
-        lo = hi
-    return out

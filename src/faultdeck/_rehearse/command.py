@@ -23,8 +23,8 @@ from .._base.errors import ConfigError
 from .._deck.report import CallRecord
 from .._judge.invariants import check
 from .._judge.policy import Policy
-from ..faults._fault import FaultPlan
-from .inprocess import REPLAY_ROW, Cell, Matrix, _tasks
+from ..faults import FaultPlan
+from .matrix import REPLAY_ROW, Cell, Matrix, plan_cells
 
 
 def rehearse_command(
@@ -66,7 +66,7 @@ def rehearse_command(
         calls = _calls(clean[1])
         positions = tuple((c.seq, f"{c.kind} {c.name}") for c in calls)
         replay = _judge(REPLAY_ROW, None, clean, policy)
-        tasks = _tasks(plans, policy, positions)
+        tasks = plan_cells(plans, policy, positions)
         total = len(tasks) + 1
         if progress is not None:
             progress(1, total)

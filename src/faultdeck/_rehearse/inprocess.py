@@ -8,141 +8,40 @@
 
 An entrypoint is ``entry(deck, clock) -> Sequence[Outcome]``, named ``"package.module:fn"``
 so that worker processes can import it. Pure: ``rehearse`` returns a ``Matrix`` and prints
-nothing; ``_matrix`` renders it.
+nothing; ``render`` shows it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from .. import faults
 from .._base.clock import VirtualClock
 from .._base.errors import CassetteError, ConfigError, ProcessKilled, ReplayMiss
+from .._base.loading import first_line
 from .._deck.deck import Deck
 from .._judge.invariants import Violation, check
 from .._judge.policy import Outcome, Policy
-from ..faults._fault import Fault, FaultPlan
-
-Status = Literal["held", "broke", "miss", "raised", "killed"]
-Entrypoint = Callable[[Deck, VirtualClock], Sequence[Outcome]]
-
-REPLAY_ROW = "replay (x2)"
-"""The row that replays the clean run twice and checks it (replay determinism included)."""
-
-FAULT_MENU: dict[str, Callable[[Policy], Fault]] = {
-    # Built from the policy so that each fault bites: a Retry-After the policy may honour,
-    # a first token slower than the policy's threshold.
-    "quota retry-after": lambda p: faults.quota(retry_after=min(2.0, p.max_retry_after)),
-    "quota no header": lambda p: faults.quota(),
-    "quota non-retryable": lambda p: faults.quota(code="insufficient_quota"),
-    "timeout": lambda p: faults.timeout(),
-    "transient 503": lambda p: faults.transient(503),
-    "bad tool call": lambda p: faults.bad_tool_call(),
-    "slow first token": lambda p: faults.slow_first_token(p.slow_first_token_ms + 500),
-    "crash": lambda p: faults.crash(),
-}
-"""The rows of the full matrix, by label: each makes its fault from the judging policy."""
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One rehearsal: a fault (or plan) at a call position, and how the loop took it.
-
-    Attributes:
-        label: the row: a ``FAULT_MENU`` label, a plan's name or ``REPLAY_ROW``.
-        seq: the call position the fault was placed at; ``None`` for a whole plan.
-        status: ``held`` (every invariant held), ``broke`` (one did not), ``miss`` (the
-            fault took the loop off the recorded path, so the cassette cannot judge it),
-            ``raised`` (the loop let an exception out, breaking no invariant) or ``killed``
-            (a crash, after which a fresh run finished as the clean run did).
-        violations: what broke.
-        detail: one line: the outcomes in short, the miss, the exception or the restart.
-        outcomes: what the loop returned.
-    """
-
-    label: str
-    seq: int | None
-    status: Status
-    violations: tuple[Violation, ...] = ()
-    detail: str = ""
-    outcomes: tuple[Outcome, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Matrix:
-    """A rehearsal's result: every cell, in row order, then position order.
-
-    Attributes:
-        cassette: the cassette replayed.
-        entrypoint: the entrypoint, as ``module:function``.
-        positions: ``(seq, "kind name")`` of each call the clean replay makes, in order.
-        rows: the row labels, in order; ``REPLAY_ROW`` first.
-        cells: the cells, row by row.
-        baseline: the clean replay's outcomes.
-    """
-
-    cassette: str
-    entrypoint: str
-    positions: tuple[tuple[int, str], ...]
-    rows: tuple[str, ...]
-    cells: tuple[Cell, ...]
-    baseline: tuple[Outcome, ...]
-
-    @property
-    def broken(self) -> tuple[Cell, ...]:
-        """The cells where an invariant did not hold."""
-        return tuple(c for c in self.cells if c.status == "broke")
-
-    @property
-    def ok(self) -> bool:
-        """No cell broke (misses, exceptions that broke nothing and kills do not count)."""
-        return not self.broken
-
-
-_MISSING = object()
-
-
-def load_entrypoint(spec: str) -> Entrypoint:
-    """Import the entrypoint named ``"package.module:function"``.
-
-    Raises:
-        ConfigError: the spec is malformed, the module does not import, or the name is
-            missing or not callable; one line saying what to write.
-    """
-    module_name, _, attr = spec.partition(":")
-    dotted = (module_name, attr)
-    if not all(part and all(p.isidentifier() for p in part.split(".")) for part in dotted):
-        raise ConfigError(f"entrypoint {spec!r} must look like 'package.module:function'")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # whatever the module raises on import: one line, not a traceback
-        hint = ""
-        missing = getattr(exc, "name", None) or "?"
-        if isinstance(exc, ModuleNotFoundError) and f"{module_name}.".startswith(f"{missing}."):
-            hint = "; put the folder that holds it on PYTHONPATH, or install it"
-        raise ConfigError(
-            f"cannot import {module_name!r} ({type(exc).__name__}: {_first_line(exc)}){hint}"
-        ) from exc
-    found: Any = module
-    for part in attr.split("."):
-        found = getattr(found, part, _MISSING)
-        if found is _MISSING:
-            raise ConfigError(
-                f"{module_name!r} has no {attr!r}; write 'package.module:function' with a "
-                "function that module defines"
-            )
-    if not callable(found):
-        raise ConfigError(f"{spec!r} is not callable; name a function taking (deck, clock)")
-    entry: Entrypoint = found
-    return entry
+from ..faults import FaultPlan
+from .matrix import (
+    REPLAY_ROW,
+    Cell,
+    Entrypoint,
+    Matrix,
+    Task,
+    brief,
+    difference,
+    judged,
+    load_entrypoint,
+    module_policy,
+    plan_cells,
+    short,
+)
 
 
 def rehearse(
@@ -186,7 +85,7 @@ def rehearse(
         spec = f"{getattr(entry, '__module__', '?')}:{name}"
     else:
         raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
-    policy = policy or _module_policy(spec)
+    policy = policy or module_policy(spec)
     path = os.fspath(cassette)
 
     first = _clean(entry, path, spec)
@@ -196,9 +95,9 @@ def rehearse(
     found = check(
         baseline, policy=policy, deck=first.deck, clock=first.clock, replays=[second.outcomes]
     )
-    replay = Cell(REPLAY_ROW, None, _judged(found), tuple(found), _brief(baseline), baseline)
+    replay = Cell(REPLAY_ROW, None, judged(found), tuple(found), brief(baseline), baseline)
 
-    tasks = _tasks(plans, policy, positions)
+    tasks = plan_cells(plans, policy, positions)
     rows = (REPLAY_ROW, *dict.fromkeys(label for label, _, _ in tasks))
     total = len(tasks) + 1
     if progress is not None:
@@ -230,7 +129,7 @@ class _Played:
     def miss(self) -> str | None:
         """The first line of the replay miss, if the run went off the recorded path."""
         if isinstance(self.error, ReplayMiss):
-            return _first_line(self.error)
+            return first_line(self.error)
         misses = self.deck.report().misses
         if misses:  # the loop caught the ReplayMiss; the deck's log still has it
             call = misses[0]
@@ -243,7 +142,7 @@ class _Played:
         if miss is not None:
             return miss
         if self.error is not None:
-            return f"{type(self.error).__name__}: {_first_line(self.error)}"
+            return f"{type(self.error).__name__}: {first_line(self.error)}"
         return "ProcessKilled: the run was killed" if self.killed else None
 
 
@@ -269,7 +168,7 @@ def _play(entry: Entrypoint, cassette: str, plan: FaultPlan | None) -> _Played:
             and all(isinstance(o, Outcome) for o in result)
         ):
             raise ConfigError(
-                f"the entrypoint returned {_short(result)}; it must return the loop's "
+                f"the entrypoint returned {short(result)}; it must return the loop's "
                 "outcomes (a list of fd.Outcome)"
             )
         played.outcomes = tuple(result)
@@ -315,7 +214,7 @@ def _run_cell(
         return Cell(label, seq, "broke" if found else "raised", tuple(found), error)
     found = check(played.outcomes, policy=policy, deck=played.deck, clock=played.clock)
     outcomes = played.outcomes
-    return Cell(label, seq, _judged(found), tuple(found), _brief(outcomes), outcomes)
+    return Cell(label, seq, judged(found), tuple(found), brief(outcomes), outcomes)
 
 
 def _restart(
@@ -335,7 +234,7 @@ def _restart(
     if problem is not None:
         return Cell(label, seq, "broke", (), f"{where}; a fresh replay then raised {problem}")
     found = check(again.outcomes, policy=policy, deck=again.deck, clock=again.clock)
-    differs = _difference(again.outcomes, baseline)
+    differs = difference(again.outcomes, baseline)
     if differs is not None:
         bound = "a fresh run after a crash finishes as the clean run did"
         found.append(Violation("replay_determinism", differs[0], bound, differs[1]))
@@ -346,53 +245,11 @@ def _restart(
     return Cell(label, seq, "killed", (), detail, again.outcomes)
 
 
-def _difference(outcomes: Sequence[Outcome], baseline: Sequence[Outcome]) -> tuple[Any, str] | None:
-    """The first of the baseline's ops whose outcome differs (timing aside), and how."""
-
-    got = [dataclasses.replace(o, elapsed_ms=0.0) for o in outcomes]
-    want = [dataclasses.replace(o, elapsed_ms=0.0) for o in baseline]
-    if got == want:
-        return None
-    pairs = enumerate(zip(got, want, strict=False))
-    i = next((i for i, (x, y) in pairs if x != y), min(len(got), len(want)))
-    now = _brief(outcomes[i : i + 1]) or "no outcome"
-    then = _brief(baseline[i : i + 1]) or "no outcome"
-    return (baseline[i] if i < len(baseline) else outcomes[i]).op, f"{now} instead of {then}"
-
-
-# -- the cells to run --------------------------------------------------------------------------
-
-_Task = tuple[str, int | None, FaultPlan]
-
-
-def _tasks(
-    plans: Mapping[str, FaultPlan] | None,
-    policy: Policy,
-    positions: tuple[tuple[int, str], ...],
-) -> list[_Task]:
-    if plans is None:
-        return [
-            (label, seq, FaultPlan([make(policy).at(seq=seq)]))
-            for label, make in FAULT_MENU.items()
-            for seq, _ in positions
-        ]
-    if not plans:
-        raise ConfigError("no fault plans given; pass None for the full matrix")
-    tasks: list[_Task] = []
-    for name, plan in plans.items():
-        if name == REPLAY_ROW:
-            raise ConfigError(f"plan name {name!r} is taken by the clean replay's row; rename it")
-        if not isinstance(plan, FaultPlan):
-            raise ConfigError(f"plan {name!r}: expected a FaultPlan, got {_short(plan)}")
-        tasks.append((name, None, plan))
-    return tasks
-
-
 def _run_pool(
     spec: str,
     cassette: str,
     policy: Policy,
-    tasks: list[_Task],
+    tasks: list[Task],
     baseline: tuple[Outcome, ...],
     jobs: int,
     progress: Callable[[int, int], None] | None,
@@ -441,34 +298,3 @@ def _run_batch(
 
 
 # -- small helpers -----------------------------------------------------------------------------
-
-
-def _module_policy(spec: str) -> Policy:
-    module = sys.modules.get(spec.partition(":")[0])
-    found = getattr(module, "POLICY", None)
-    return found if isinstance(found, Policy) else Policy()
-
-
-def _judged(found: Sequence[Violation]) -> Status:
-    return "broke" if found else "held"
-
-
-def _brief(outcomes: Sequence[Outcome]) -> str:
-    """Outcomes in short: ``plan ok, read stopped(quota)``; ``x2`` for a second attempt."""
-    parts = []
-    for o in outcomes:
-        op = o.op if isinstance(o.op, str) else repr(o.op)
-        reason = f"({o.reason})" if o.reason else ""
-        tries = f" x{o.attempts}" if o.attempts > 1 else ""
-        parts.append(f"{op} {o.status}{reason}{tries}")
-    return ", ".join(parts)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._judge.policy import Outcome
-from .inprocess import Cell, Matrix, Status
+from .matrix import Cell, Matrix, Status
 
 SYMBOLS: dict[str, str] = {"held": "✓", "broke": "✗", "miss": "~", "raised": "!", "killed": "↻"}
 """One character per cell status."""

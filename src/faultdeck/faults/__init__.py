@@ -18,20 +18,19 @@ Each factory returns a ``Fault`` that may land on any call; narrow it with ``.at
     fault = run.pick(faults.CallInfo(seq=3, kind="model", name="chat", key="model:…"))
 
 At each call the first fault in plan order that accepts it wins; see ``FaultRun.pick``.
-Plans also load from files with ``FaultPlan.load("plan.json")`` (or ``.toml``).
+Plans also load from files with ``FaultPlan.load("plan.json")`` (or ``.toml``). What each
+kind does (its error, its HTTP shape, the calls it can happen at) is its ``FaultKind`` in
+``KINDS``.
 """
 
 from __future__ import annotations
 
-from ._fault import (
-    BAD_TOOL_CALL_HOWS,
-    FAULT_KINDS,
-    CallInfo,
-    Fault,
-    FaultPlan,
-    FaultRun,
-    Selector,
-)
+from typing import Any
+
+from ._fault import CallInfo, Fault, Selector
+from ._kinds import BAD_TOOL_CALL_HOWS, FAULT_KINDS, KINDS, FaultKind, StreamBreak
+from ._plan import FaultPlan, FaultRun
+from ._planfile import parse_fault
 
 # Plain sorted() order, as faultdeck's export tests check, not ruff's isort-style order.
 __all__ = [
@@ -39,11 +38,15 @@ __all__ = [
     "CallInfo",
     "FAULT_KINDS",
     "Fault",
+    "FaultKind",
     "FaultPlan",
     "FaultRun",
+    "KINDS",
     "Selector",
+    "StreamBreak",
     "bad_tool_call",
     "crash",
+    "from_json",
     "latency",
     "malformed_stream",
     "quota",
@@ -148,3 +151,13 @@ def stream_cut(after: int = 1, *, how: str = "cut") -> Fault:
 def malformed_stream() -> Fault:
     """A stream event cannot be parsed: ``TransientError`` with code ``malformed_stream``."""
     return Fault("malformed_stream")
+
+
+def from_json(obj: Any, *, where: str = "fault") -> Fault:
+    """One fault from plan-file syntax (``{"fault": "quota", "retry_after": 2, "at": 3}``),
+    as a plan file or a cassette's ``fault`` field holds it.
+
+    Raises:
+        ConfigError: naming ``where`` and the field.
+    """
+    return parse_fault(obj, where)

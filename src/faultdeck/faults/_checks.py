@@ -1,10 +1,9 @@
-"""The value checks behind faults: which parameters each kind takes, what selectors accept.
+"""The value checks behind faults: what a parameter or a selector field accepts.
 
-Shared by the constructors in ``_faults`` (and so the ``faultdeck.faults`` factories) and
-the plan-file parser in ``_faultplan``, so that a value is refused with the same words
-whichever way it came in. A checker returns the value (converted where needed) or raises
-``_Invalid`` with what it expected; ``check_value`` turns that into a ``ConfigError``
-naming the field.
+Shared by the kinds in ``_kinds`` (their parameters), ``Selector`` and the plan-file
+parser, so that a value is refused with the same words whichever way it came in. A checker
+returns the value (converted where needed) or raises ``_Invalid`` with what it expected;
+``check_value`` turns that into a ``ConfigError`` naming the field.
 """
 
 from __future__ import annotations
@@ -18,26 +17,11 @@ from typing import Any
 from .._base.errors import ConfigError
 from .._keys.canonical import KINDS
 
-# Every kind of fault; ``PARAMS`` says what each takes.
-FAULT_KINDS = (
-    "quota",
-    "timeout",
-    "transient",
-    "bad_tool_call",
-    "slow_first_token",
-    "latency",
-    "crash",
-    "reset",
-    "stream_cut",
-    "malformed_stream",
-)
-BAD_TOOL_CALL_HOWS = ("missing_field", "wrong_type", "unparseable", "unknown_tool")
-
 # Statuses a retrying client treats as "try again": request timeout, conflict, too early,
 # rate limited, and the whole 5xx range (529 is Anthropic's "overloaded").
 _TRANSIENT_STATUSES = frozenset((408, 409, 425, 429, *range(500, 600)))
 _STATUS_TEXT = "an HTTP status of 408, 409, 425, 429 or 500-599"
-_REQUIRED = object()
+REQUIRED = object()
 # Integers a plan may hold (seqs, counts, seeds): what 64 bits hold.
 _INT_MAX = 2**63 - 1
 # Waits a plan may ask for: a year, in the field's unit.
@@ -82,15 +66,15 @@ def _wait(high: float, unit: str) -> Callable[[Any], float]:
     return check
 
 
-_non_negative = _wait(_YEAR_MS, "ms")
+milliseconds = _wait(_YEAR_MS, "ms")
 _seconds = _wait(_YEAR_S, "s")
 
 
-def _optional_seconds(value: Any) -> float | None:
+def optional_seconds(value: Any) -> float | None:
     return None if value is None else _seconds(value)
 
 
-def _int_from(low: int) -> Callable[[Any], int]:
+def int_from(low: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise _Invalid(f"an integer >= {low}")
@@ -111,7 +95,7 @@ def integer(value: Any) -> int:
     return value
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
+def one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if not isinstance(value, str) or value not in choices:
             raise _Invalid(f"one of: {', '.join(choices)}")
@@ -120,13 +104,13 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     return check
 
 
-def _text(value: Any) -> str:
+def text(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise _Invalid("a non-empty string")
     return value
 
 
-def _status(value: Any) -> int:
+def status(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in _TRANSIENT_STATUSES:
         raise _Invalid(_STATUS_TEXT)
     return value
@@ -138,33 +122,16 @@ def _probability(value: Any) -> float:
     return float(value)
 
 
-# kind -> parameter -> (checker, default); _REQUIRED has no default, None is left out.
-PARAMS: dict[str, dict[str, tuple[Callable[[Any], Any], Any]]] = {
-    "quota": {
-        "code": (_text, "rate_limit_exceeded"),
-        "retry_after": (_optional_seconds, None),
-    },
-    "timeout": {},
-    "transient": {"status": (_status, 503)},
-    "bad_tool_call": {"how": (_one_of(BAD_TOOL_CALL_HOWS), "missing_field")},
-    "slow_first_token": {"ms": (_non_negative, _REQUIRED)},
-    "latency": {"ms": (_non_negative, _REQUIRED)},
-    "crash": {},
-    "reset": {},
-    "stream_cut": {"after": (_int_from(0), 1), "how": (_one_of(("cut", "error_event")), "cut")},
-    "malformed_stream": {},
-}
-
 # selector field -> checker; the plan-file parser and ``Selector`` both use them.
 SELECTOR_CHECKS: dict[str, Callable[[Any], Any]] = {
-    "seq": _int_from(1),
-    "kind": _one_of(KINDS),
-    "name": _text,
-    "nth": _int_from(1),
-    "every": _int_from(1),
+    "seq": int_from(1),
+    "kind": one_of(KINDS),
+    "name": text,
+    "nth": int_from(1),
+    "every": int_from(1),
     "p": _probability,
     "seed": integer,
-    "times": _int_from(0),
+    "times": int_from(0),
 }
 
 
@@ -182,13 +149,17 @@ def hint(word: Any, known: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+Spec = Mapping[str, tuple[Callable[[Any], Any], Any]]
+"""A kind's parameters: name -> (checker, default); ``REQUIRED`` has no default."""
+
+
 def check_params(
-    kind: str, given: Mapping[str, Any], where: Callable[[str], str], unknown_where: str
+    spec: Spec, given: Mapping[str, Any], where: Callable[[str], str], unknown_where: str
 ) -> tuple[tuple[str, Any], ...]:
     """A fault's parameters, checked, defaults filled in, as sorted ``(name, value)`` pairs.
 
     Args:
-        kind: the fault kind, one of ``FAULT_KINDS``.
+        spec: what the kind takes.
         given: the parameters given, by name.
         where: names a parameter in an error message, such as ``quota: retry_after``.
         unknown_where: names the fault in the message for an unknown parameter.
@@ -196,7 +167,6 @@ def check_params(
     Raises:
         ConfigError: an unknown or missing parameter, or a value it cannot take.
     """
-    spec = PARAMS[kind]
     for name in given:
         if name not in spec:
             known = ", ".join(spec) or "none"
@@ -206,7 +176,7 @@ def check_params(
     out: list[tuple[str, Any]] = []
     for name, (check, default) in spec.items():
         value = given.get(name, default)
-        if value is _REQUIRED:
+        if value is REQUIRED:
             raise ConfigError(f"{where(name)}: missing; expected {_expected(check)}")
         value = check_value(check, value, where(name))
         if value is not None:

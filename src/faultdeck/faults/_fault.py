@@ -1,63 +1,19 @@
-"""Fault kinds, selectors and plans: which injected failure lands on which call.
+"""A fault and where it may land: a kind from the table, its parameters, a ``Selector``.
 
-A ``Fault`` is a kind (``quota``, ``timeout``, …), its parameters and a ``Selector`` that
-says which calls it may land on. A ``FaultPlan`` is an ordered tuple of faults and a seed;
-it is immutable and reused across runs. Each run calls ``plan.start()`` for a ``FaultRun``,
-which holds that run's counters and answers ``pick(call)``.
-
-How a run picks, for each call:
-
-1. A fault *matches* the call when each of ``seq``, ``kind`` and ``name`` that is set agrees
-   (``name`` is a case-sensitive glob). A fault whose ``times`` is used up matches nothing
-   any more, so its counter stops too.
-2. Every matching fault advances its own 1-based counter ``m`` — the losers as well as the
-   winner — so ``nth`` and ``every`` count matching calls, not injections.
-3. A matching fault *accepts* when ``m == nth`` (if set), ``m % every == 0`` (if set) and
-   the seeded draw for ``(seed, call.seq)`` is below ``p`` (if set).
-4. The first accepting fault in plan order is injected and its ``times`` count goes up. A
-   fault that accepted but lost to an earlier one is not injected and gets no second turn:
-   its ``nth`` has gone by.
-
-The draw is the first 8 bytes of ``sha256(f"{seed}:{seq}")`` over ``2**64``, so the same
-plan on the same calls injects the same faults in every process, whatever
-``PYTHONHASHSEED`` is. Two faults with one seed see the same draw at a call; give them
-different seeds for independent coin flips.
-
-Plan files live in ``_faultplan``: ``FaultPlan.load``, ``FaultPlan.from_dict`` and
-``Fault.to_json`` delegate to it. The value checks live in ``_faultchecks``, shared by the
-constructors here (and so the ``faultdeck.faults`` factories) and the plan-file parser.
+``Fault`` and ``Selector`` are values: immutable, checked when made, each selector method
+returning a new fault. What a kind does lives in ``_kinds.KINDS``; which call a fault lands
+on, in a run, is ``_plan``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
-import threading
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
 
-from .._base.errors import BadToolCall, ConfigError, ProcessKilled, QuotaExhausted, TransientError
-
-# FAULT_KINDS and BAD_TOOL_CALL_HOWS are re-exported: faultdeck.faults takes them from here.
-from ._checks import BAD_TOOL_CALL_HOWS as BAD_TOOL_CALL_HOWS
-from ._checks import FAULT_KINDS as FAULT_KINDS
-from ._checks import SELECTOR_CHECKS, check_params, check_value, hint, integer
-
-_DELAYS = ("latency", "slow_first_token")
-
-
-def _num(value: float) -> str:
-    # "2" reads better than "2.0" in messages and labels; keep the fraction when there is one.
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def _unit(seed: int, seq: int) -> float:
-    """A draw in [0, 1) fixed by ``(seed, seq)`` and the same in every process."""
-    digest = hashlib.sha256(f"{seed}:{seq}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
+from .._base.errors import ConfigError
+from ._checks import SELECTOR_CHECKS, check_params, check_value, hint
+from ._kinds import FAULT_KINDS, KINDS, FaultKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +71,8 @@ class Selector:
             raise ConfigError("selector seed: only means something with p; set p too")
 
 
-_ANY = Selector()
+ANY = Selector()
+"""The selector of a fault that may land on any call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +93,7 @@ class Fault:
 
     kind: str
     params: tuple[tuple[str, Any], ...] = ()
-    selector: Selector = _ANY
+    selector: Selector = ANY
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -157,7 +114,7 @@ class Fault:
                 raise ConfigError(f"{self.kind}: parameter {name!r} given twice")
             given[name] = value
         kind = self.kind
-        params = check_params(kind, given, lambda n: f"{kind}: {n}", kind)
+        params = check_params(KINDS[kind].params, given, lambda n: f"{kind}: {n}", kind)
         object.__setattr__(self, "params", params)
 
     def _with(self, **fields: Any) -> Fault:
@@ -205,14 +162,24 @@ class Fault:
         return default
 
     @property
+    def spec(self) -> FaultKind:
+        """What this fault's kind does (its entry in ``KINDS``)."""
+        return KINDS[self.kind]
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The parameters as a dict, defaults filled in."""
+        return dict(self.params)
+
+    @property
     def raises(self) -> bool:
         """Whether the call fails (rather than only being slowed down)."""
-        return self.kind not in _DELAYS
+        return not KINDS[self.kind].delays
 
     @property
     def delay_ms(self) -> float:
         """Milliseconds added before the answer (``latency``) or its first token, else 0."""
-        return float(self.param("ms", 0.0)) if self.kind in _DELAYS else 0.0
+        return float(self.param("ms", 0.0)) if KINDS[self.kind].delays else 0.0
 
     def error(self) -> BaseException:
         """The exception an in-process call raises for this fault.
@@ -220,286 +187,28 @@ class Fault:
         Raises:
             ValueError: the fault only delays (``latency``, ``slow_first_token``).
         """
-        kind = self.kind
-        if kind == "quota":
-            code: str = self.param("code")
-            retry_after: float | None = self.param("retry_after")
-            wait = "no Retry-After" if retry_after is None else f"retry after {_num(retry_after)}s"
-            return QuotaExhausted(
-                f"injected quota fault: {code}, {wait}",
-                status=429,
-                retry_after=retry_after,
-                code=code,
-            )
-        if kind == "timeout":
-            return TransientError("injected timeout: no answer in time", code="timeout")
-        if kind == "transient":
-            status: int = self.param("status")
-            error_code = "overloaded" if status == 529 else "server_error"
-            return TransientError(
-                f"injected transient fault: HTTP {status} ({error_code})",
-                status=status,
-                code=error_code,
-            )
-        if kind == "bad_tool_call":
-            how: str = self.param("how")
-            return BadToolCall(f"injected bad tool call ({how}): {_HOW_TEXT[how]}", code=how)
-        if kind == "reset":
-            return TransientError(
-                "injected connection reset: the peer closed the connection",
-                code="connection_reset",
-            )
-        if kind == "stream_cut":
-            after: int = self.param("after")
-            return TransientError(
-                f"injected stream cut: the stream ended after {after} event(s)", code="stream_cut"
-            )
-        if kind == "malformed_stream":
-            return TransientError(
-                "injected malformed stream: an event could not be parsed", code="malformed_stream"
-            )
-        if kind == "crash":
-            return ProcessKilled("injected crash: the process dies at this call")
-        raise ValueError(f"a {kind} fault only delays the call; it has no error to raise")
-
-    @classmethod
-    def from_json(cls, obj: Any, *, where: str = "fault") -> Fault:
-        """Read a fault from plan-file syntax (``{"fault": "quota", "retry_after": 2}``).
-
-        Raises:
-            ConfigError: naming ``where`` and the field.
-        """
-        from ._planfile import fault_from_json  # here, not on top: _faultplan imports this
-
-        return fault_from_json(obj, where)
-
-    def to_json(self) -> dict[str, Any]:
-        """This fault in plan-file syntax: ``{"fault": kind, **params, selector fields}``."""
-        from ._planfile import fault_to_json  # here, not on top: _faultplan imports this module
-
-        return fault_to_json(self)
+        make = KINDS[self.kind].error
+        if make is None:
+            raise ValueError(f"a {self.kind} fault only delays the call; it has no error to raise")
+        return make(self.values)
 
     def describe(self) -> str:
         """A short label such as ``quota(retry_after=2)``, ``transient(503)`` or ``timeout``."""
-        kind = self.kind
-        if kind == "quota":
-            parts = []
-            if self.param("code") != "rate_limit_exceeded":
-                parts.append(str(self.param("code")))
-            if self.param("retry_after") is not None:
-                parts.append(f"retry_after={_num(self.param('retry_after'))}")
-            return f"quota({', '.join(parts)})" if parts else "quota"
-        if kind == "transient":
-            return f"transient({self.param('status')})"
-        if kind == "bad_tool_call":
-            return f"bad_tool_call({self.param('how')})"
-        if kind in _DELAYS:
-            return f"{kind}({_num(self.param('ms'))}ms)"
-        if kind == "stream_cut":
-            return f"stream_cut(after={self.param('after')})"
-        return kind
-
-
-_HOW_TEXT = {
-    "missing_field": "a required argument is missing",
-    "wrong_type": "an argument has the wrong type",
-    "unparseable": "the arguments are not valid JSON",
-    "unknown_tool": "the named tool does not exist",
-}
-
-
-class FaultPlan:
-    """Which faults to inject at which calls; immutable, reusable across runs.
-
-    Args:
-        faults: the faults, in priority order: at each call the first that accepts wins.
-        seed: the seed of ``random`` selectors that do not set their own.
-
-    Raises:
-        ConfigError: an item is not a ``Fault``, or the seed is not an integer.
-    """
-
-    __slots__ = ("_faults", "_seed", "_sequence")
-
-    def __init__(self, faults: Iterable[Fault] = (), *, seed: int = 0) -> None:
-        items = tuple(faults)
-        for i, fault in enumerate(items):
-            if not isinstance(fault, Fault):
-                raise ConfigError(
-                    f"faults[{i}]: expected a Fault (see faultdeck.faults), got {fault!r}"
-                )
-        self._faults = items
-        self._seed: int = check_value(integer, seed, "seed")
-        self._sequence: tuple[Fault | None, ...] | None = None
-
-    @property
-    def faults(self) -> tuple[Fault, ...]:
-        """The plan's faults, in priority order."""
-        return self._faults
-
-    @property
-    def seed(self) -> int:
-        """The seed of ``random`` selectors that do not set their own."""
-        return self._seed
-
-    @classmethod
-    def sequence(cls, items: Sequence[Fault | None], *, seed: int = 0) -> FaultPlan:
-        """A plan that gives item i to the call with seq i+1 and nothing after the list.
-
-        Calls are numbered 1, 2, 3, … in a run, so this consumes one item per call; being
-        keyed by seq, it stays the same whatever order concurrent calls reach the plan.
-
-        Args:
-            items: one fault, or ``None`` for no fault, per call; items take no selector.
-            seed: kept for the plan file; a sequence has no random selectors.
-
-        Raises:
-            ConfigError: an item is neither a ``Fault`` nor ``None``, or has a selector.
-        """
-        steps = tuple(items)
-        faults: list[Fault] = []
-        for i, item in enumerate(steps):
-            if item is None:
-                continue
-            if not isinstance(item, Fault):
-                raise ConfigError(
-                    f"sequence[{i}]: expected a Fault or None (no fault), got {item!r}"
-                )
-            if item.selector != _ANY:
-                raise ConfigError(
-                    f"sequence[{i}]: {item.describe()} has a selector, but in a sequence "
-                    f"position {i} is call seq {i + 1}; drop the selector or use FaultPlan()"
-                )
-            faults.append(item.at(seq=i + 1))
-        plan = cls(faults, seed=seed)
-        plan._sequence = steps
-        return plan
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> FaultPlan:
-        """Read a plan from a ``.json`` or ``.toml`` file.
-
-        Raises:
-            ConfigError: the file is missing, unreadable, not JSON/TOML, or not a valid plan;
-                the message names the file and the field.
-        """
-        from ._planfile import load_plan  # here, not on top: _faultplan imports this module
-
-        return load_plan(cls, path)
-
-    @classmethod
-    def from_dict(cls, data: Any, *, source: str = "fault plan") -> FaultPlan:
-        """Build a plan from its plan-file form (``{"seed": …, "faults": […]}``).
-
-        Args:
-            data: the parsed JSON or TOML.
-            source: what to call the plan in error messages, usually its file name.
-
-        Raises:
-            ConfigError: naming ``source`` and the field path, and saying what was expected.
-        """
-        from ._planfile import plan_from_dict  # here, not on top: _faultplan imports this module
-
-        return plan_from_dict(cls, data, source=source)
+        return KINDS[self.kind].label(self.values)
 
     def to_json(self) -> dict[str, Any]:
-        """This plan in plan-file syntax; ``FaultPlan.from_dict`` reads it back."""
-        if self._sequence is not None:
-            steps = [None if f is None else f.to_json() for f in self._sequence]
-            return {"seed": self._seed, "sequence": steps}
-        return {"seed": self._seed, "faults": [f.to_json() for f in self._faults]}
-
-    def start(self) -> FaultRun:
-        """Fresh counters for one run; call once per run."""
-        return FaultRun(self)
-
-    def __bool__(self) -> bool:
-        return bool(self._faults)
-
-    def __len__(self) -> int:
-        return len(self._faults)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FaultPlan):
-            return NotImplemented
-        return (self._faults, self._seed) == (other._faults, other._seed)
-
-    def __hash__(self) -> int:
-        return hash((self._faults, self._seed))
-
-    def __repr__(self) -> str:
-        labels = ", ".join(f.describe() for f in self._faults)
-        return f"FaultPlan([{labels}], seed={self._seed})"
-
-
-class FaultRun:
-    """One run's use of a plan: the counters behind ``nth``, ``every`` and ``times``.
-
-    Thread-safe: concurrent calls pick under a lock. See the module docstring for how a
-    call is matched and which fault wins.
-
-    Args:
-        plan: the plan this run follows.
-    """
-
-    __slots__ = ("_injected", "_lock", "_plan", "_seen", "_used")
-
-    def __init__(self, plan: FaultPlan) -> None:
-        self._plan = plan
-        self._seen = [0] * len(plan.faults)
-        self._used = [0] * len(plan.faults)
-        self._injected: list[tuple[int, Fault]] = []
-        self._lock = threading.Lock()
-
-    @property
-    def plan(self) -> FaultPlan:
-        """The plan this run follows."""
-        return self._plan
-
-    def pick(self, call: CallInfo) -> Fault | None:
-        """The fault to inject at ``call``, or ``None``; counts the call either way.
-
-        The first fault in plan order whose selector accepts the call wins. Every fault that
-        matches the call advances its counter, winner or not; a fault whose ``times`` is
-        used up matches no more calls.
-        """
-        seed = self._plan.seed
-        with self._lock:
-            winner: int | None = None
-            for i, fault in enumerate(self._plan.faults):
-                sel = fault.selector
-                if (
-                    (sel.times is not None and self._used[i] >= sel.times)
-                    or (sel.seq is not None and sel.seq != call.seq)
-                    or (sel.kind is not None and sel.kind != call.kind)
-                    or (sel.name is not None and not fnmatchcase(call.name, sel.name))
-                ):
-                    continue
-                self._seen[i] += 1
-                if winner is None and _accepts(sel, self._seen[i], call.seq, seed):
-                    winner = i
-            if winner is None:
-                return None
-            self._used[winner] += 1
-            chosen = self._plan.faults[winner]
-            self._injected.append((call.seq, chosen))
-            return chosen
-
-    @property
-    def injected(self) -> tuple[tuple[int, Fault], ...]:
-        """``(seq, fault)`` for each injection so far, in order."""
-        with self._lock:
-            return tuple(self._injected)
-
-    def __repr__(self) -> str:
-        return f"FaultRun({self._plan!r}, injected={len(self._injected)})"
-
-
-def _accepts(sel: Selector, matched: int, seq: int, plan_seed: int) -> bool:
-    if sel.nth is not None and matched != sel.nth:
-        return False
-    if sel.every is not None and matched % sel.every:
-        return False
-    if sel.p is not None:
-        return _unit(plan_seed if sel.seed is None else sel.seed, seq) < sel.p
-    return True
+        """This fault in plan-file syntax: ``{"fault": kind, **params, selector fields}``."""
+        out: dict[str, Any] = {"fault": self.kind, **dict(self.params)}
+        sel = self.selector
+        if sel.seq is not None:
+            out["at"] = sel.seq
+        on = {k: getattr(sel, k) for k in ("kind", "name", "nth") if getattr(sel, k) is not None}
+        if on:
+            out["on"] = on
+        if sel.every is not None:
+            out["every"] = sel.every
+        if sel.p is not None:
+            out["random"] = {"p": sel.p} if sel.seed is None else {"p": sel.p, "seed": sel.seed}
+        if sel.times is not None:
+            out["times"] = sel.times
+        return out

@@ -1,10 +1,10 @@
-"""Plan files: reading a fault plan from JSON, TOML or a dict, and writing a fault back.
+"""Plan files: reading a fault plan from JSON, TOML or a dict.
 
-This is the edge where plan-file syntax meets ``Fault`` and ``Selector``: it reads and
-decodes the file, walks the table field by field so that every error names the file and
-the field path (``plan.toml: faults[2].on.nth``) and suggests a close match for a typo,
-and turns a ``Fault`` back into the same syntax. ``FaultPlan.load``, ``FaultPlan.from_dict``
-and ``Fault.to_json`` in ``_faults`` delegate here; nothing else imports this module.
+This is where plan-file syntax meets ``Fault`` and ``Selector``: it reads and decodes the
+file, and walks the table field by field so that every error names the file and the field
+path (``plan.toml: faults[2].on.nth``) and suggests a close match for a typo.
+``FaultPlan.load`` and ``FaultPlan.from_dict`` build their plans from what it returns;
+``Fault.to_json`` writes the same syntax back.
 
 A plan file holds ``seed`` and one of ``faults`` or ``sequence``::
 
@@ -34,8 +34,6 @@ import orjson
 
 from .._base.errors import ConfigError
 from ._checks import (
-    FAULT_KINDS,
-    PARAMS,
     SELECTOR_CHECKS,
     check_params,
     check_value,
@@ -43,7 +41,8 @@ from ._checks import (
     integer,
     shown,
 )
-from ._fault import _ANY, Fault, FaultPlan, Selector
+from ._fault import ANY, Fault, Selector
+from ._kinds import FAULT_KINDS, KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,18 +52,12 @@ else:  # pragma: no cover - exercised on 3.10 only
 _SELECTOR_KEYS = ("at", "on", "every", "random", "times")
 
 
-def load_plan(cls: type[FaultPlan], path: str | os.PathLike[str]) -> FaultPlan:
-    """Read a plan from a ``.json`` or ``.toml`` file; the body of ``FaultPlan.load``.
-
-    Args:
-        cls: the plan class whose ``from_dict`` builds the plan.
-        path: the plan file.
+def load_data(where: str) -> Any:
+    """A plan file's data, parsed from JSON or TOML; the start of ``FaultPlan.load``.
 
     Raises:
-        ConfigError: the file is missing, unreadable, not JSON/TOML, or not a valid plan;
-            the message names the file and the field.
+        ConfigError: the file is missing, unreadable, or not JSON/TOML (naming the file).
     """
-    where = os.fspath(path)
     suffix = Path(where).suffix.lower()
     if suffix not in (".json", ".toml"):
         raise ConfigError(
@@ -95,17 +88,14 @@ def load_plan(cls: type[FaultPlan], path: str | os.PathLike[str]) -> FaultPlan:
             ) from None
         except ValueError as exc:  # a number too long for int(): Python's digit limit
             raise ConfigError(f"{where}: not a valid plan ({exc}); fix the file") from None
-    try:
-        return cls.from_dict(data, source=where)
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deeply for a fault plan; fix the file") from None
+    return data
 
 
-def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan:
-    """Build a plan from its plan-file form; the body of ``FaultPlan.from_dict``.
+def parse_plan(data: Any, *, source: str) -> tuple[list[Fault | None], int, bool]:
+    """A plan's faults, its seed, and whether it is a sequence, from its plan-file form;
+    the body of ``FaultPlan.from_dict``.
 
     Args:
-        cls: the plan class to build, with its ``sequence`` constructor.
         data: the parsed JSON or TOML.
         source: what to call the plan in error messages, usually its file name.
 
@@ -130,19 +120,19 @@ def plan_from_dict(cls: type[FaultPlan], data: Any, *, source: str) -> FaultPlan
         )
     if "faults" in data:
         entries = _list(data["faults"], f"{source}: faults")
-        return cls(
-            [_parse_fault(e, f"{source}: faults[{i}]") for i, e in enumerate(entries)],
-            seed=seed,
-        )
+        faults: list[Fault | None] = [
+            parse_fault(e, f"{source}: faults[{i}]") for i, e in enumerate(entries)
+        ]
+        return faults, seed, False
     if "sequence" in data:
         entries = _list(data["sequence"], f"{source}: sequence")
         steps = [
             None
             if e is None or e == {}
-            else _parse_fault(e, f"{source}: sequence[{i}]", in_sequence=True)
+            else parse_fault(e, f"{source}: sequence[{i}]", in_sequence=True)
             for i, e in enumerate(entries)
         ]
-        return cls.sequence(steps, seed=seed)
+        return steps, seed, True
     raise ConfigError(
         f"{source}: neither 'faults' nor 'sequence' is given; a plan needs one of them"
     )
@@ -165,7 +155,12 @@ def _table(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any]:
     return value
 
 
-def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
+def parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
+    """One fault from its plan-file table (``{"fault": "quota", "retry_after": 2, "at": 3}``).
+
+    Raises:
+        ConfigError: naming ``path`` and the field.
+    """
     if not isinstance(entry, dict):
         raise ConfigError(
             f'{path}: expected a table like {{"fault": "timeout"}}, got {shown(entry)}'
@@ -178,7 +173,7 @@ def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
         raise ConfigError(
             f"{path}.fault: unknown fault {shown(kind)}; known: {kinds}{hint(kind, FAULT_KINDS)}"
         )
-    spec = PARAMS[kind]
+    spec = KINDS[kind].params
     known = ("fault", *spec, *(() if in_sequence else _SELECTOR_KEYS))
     for key in entry:
         if key in known:
@@ -192,8 +187,8 @@ def _parse_fault(entry: Any, path: str, *, in_sequence: bool = False) -> Fault:
             f"{path}: unknown field {key!r}; known: {', '.join(known)}{hint(key, known)}"
         )
     given = {k: v for k, v in entry.items() if k in spec}
-    params = check_params(kind, given, lambda n: f"{path}.{n}", path)
-    return Fault(kind, params, _ANY if in_sequence else _parse_selector(entry, path))
+    params = check_params(spec, given, lambda n: f"{path}.{n}", path)
+    return Fault(kind, params, ANY if in_sequence else _parse_selector(entry, path))
 
 
 def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
@@ -224,29 +219,3 @@ def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
         for key, value in drawn.items():
             put(key, value, f"{path}.random.{key}")
     return Selector(**fields)
-
-
-def fault_from_json(obj: Any, where: str) -> Fault:
-    """One fault from plan-file syntax; the body of ``Fault.from_json``."""
-    return _parse_fault(obj, where)
-
-
-def fault_to_json(fault: Fault) -> dict[str, Any]:
-    """``fault`` in plan-file syntax; the body of ``Fault.to_json``.
-
-    The inverse of ``_parse_fault``: ``{"fault": kind, **params, selector fields}``.
-    """
-    out: dict[str, Any] = {"fault": fault.kind, **dict(fault.params)}
-    sel = fault.selector
-    if sel.seq is not None:
-        out["at"] = sel.seq
-    on = {k: getattr(sel, k) for k in ("kind", "name", "nth") if getattr(sel, k) is not None}
-    if on:
-        out["on"] = on
-    if sel.every is not None:
-        out["every"] = sel.every
-    if sel.p is not None:
-        out["random"] = {"p": sel.p} if sel.seed is None else {"p": sel.p, "seed": sel.seed}
-    if sel.times is not None:
-        out["times"] = sel.times
-    return out

@@ -1,83 +1,95 @@
 """Streamed responses on their way to a client: replayed event by event with their recorded
-timing, or teed from the network into the cassette as the client reads them."""
+timing, or teed from the network into the cassette as the client reads them.
+
+How a fault breaks a stream off is its kind's ``stream_break`` (``faultdeck.faults``): cut
+after some events, an ``event: error`` from the provider, or an event that does not parse.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
-from .._base.clock import VirtualClock
-from .._cassette.errorjson import error_from_json, error_to_json
-from .._cassette.format import Entry
-from .._deck.call import CallPlan
-from ._shapes import error_event, kept_headers
+from .._base.clock import Clock, VirtualClock
+from .._cassette.errorjson import error_from_json
+from .._deck.call import Call
+from ..faults import StreamBreak
+from ..faults._shapes import error_event
+from ._shapes import kept_headers
 from ._sse import SSEParser, encode
 
-if TYPE_CHECKING:
-    from ._transport import _Exchange
 
+class Events:
+    """A stream's events on their way to the client, replayed or teed; finished once.
 
-class _Events:
-    """A stream's events on their way to the client, replayed or teed; finished once."""
+    Args:
+        call: the stream's boundary call.
+        name: the call's name (which provider's error event to send).
+        status, headers: the response's.
+        replayed: the recorded events, or ``None`` for a live stream (teed).
+        clock: the deck's clock.
+        timed: replay with the recorded timing even on a real clock.
+        httpx: the HTTP module, for its transport errors.
+        failed: called when the stream fails, so that a client's retry is timed.
+    """
 
     def __init__(
         self,
-        exchange: _Exchange,
-        plan: CallPlan,
+        call: Call,
+        name: str,
         status: int,
         headers: Any,
-        events: list[dict[str, Any]] | None,
-        entry: Entry | None,
+        replayed: list[dict[str, Any]] | None,
+        *,
+        clock: Clock,
+        timed: bool,
+        httpx: Any,
+        failed: Callable[[], None],
     ) -> None:
-        self.exchange = exchange
-        self.plan = plan
+        self.call = call
+        self.name = name
         self.status = status
         self.headers = headers
-        self.replayed = events
-        self.entry = entry
+        self.replayed = replayed
+        self.clock = clock
+        self.timed = timed or isinstance(clock, VirtualClock)
+        self.httpx = httpx
+        self.failed = failed
         self.seen: list[dict[str, Any]] = []
         self.done = False
-        # A recording made under the fault carries it already: it is not cut again.
-        fault = None if plan.fault_applied else plan.fault
-        cutting = fault is not None and fault.kind == "stream_cut"
-        self.cut: int | None = fault.param("after") if fault is not None and cutting else None
-        self.cut_how: str | None = fault.param("how") if fault is not None and cutting else None
-        self.malformed = fault is not None and fault.kind == "malformed_stream"
-        self.extra = exchange.delay(plan)
+        # A recording made under the fault carries it already: it is not broken again.
+        fault = None if call.fault_applied else call.fault
+        shape = fault.spec.stream_break if fault is not None else None
+        self.brk: StreamBreak | None = shape(fault.values) if fault is not None and shape else None
+        self.extra = call.delay
         self.parser = SSEParser()
         self.steps = self.replay()
-
-    @property
-    def clock(self) -> Any:
-        return self.exchange.deck.clock
-
-    def timed(self) -> bool:
-        deck = self.exchange.deck
-        return isinstance(deck.clock, VirtualClock) or deck._latency == "recorded"
 
     def wait_for(self, index: int, event: dict[str, Any]) -> float:
         """Seconds to let pass before a replayed event, per its recorded timing."""
         extra = self.extra if index == 0 else 0.0
-        if not self.timed():
+        if not self.timed:
             return extra
-        target = self.plan.started + self.extra + float(event.get("ms", 0)) / 1000
+        target = self.call.started + self.extra + float(event.get("ms", 0)) / 1000
         return max(extra, target - float(self.clock.now()))
 
     def interruption(self, index: int) -> bytes | Exception | None:
-        """What a stream fault does before event ``index``: extra bytes, an error, or nothing."""
-        if self.cut is not None and index == self.cut:
-            if self.cut_how == "error_event":
-                self.finish(error=None, partial=index > 0, cut=True)
-                return encode(error_event(self.exchange.name))
-            exc: Exception = self.exchange.owner.httpx.RemoteProtocolError(
-                "peer closed connection without sending complete message body"
-            )
-            self.finish(error=exc, partial=index > 0)
-            return exc
-        if self.malformed and index == 1:
+        """What a broken stream does before event ``index``: extra bytes, an error, or
+        nothing."""
+        brk = self.brk
+        if brk is None or index != brk.after:
+            return None
+        if brk.how == "malformed":
             return b"data: {this is not json\n\n"
-        return None
+        if brk.how == "error_event":
+            self.finish(error=None, partial=index > 0, cut=True)
+            return encode(error_event(self.name))
+        exc: Exception = self.httpx.RemoteProtocolError(
+            "peer closed connection without sending complete message body"
+        )
+        self.finish(error=exc, partial=index > 0)
+        return exc
 
     def replay(self) -> Iterator[tuple[float, bytes | Exception]]:
         """The replayed stream as (seconds to let pass, bytes or an error to raise)."""
@@ -89,7 +101,7 @@ class _Events:
             wait = self.wait_for(index, event)
             if stop is not None:
                 yield wait, stop
-                if self.cut is not None:
+                if self.brk is not None and self.brk.how != "malformed":
                     return
                 wait = 0.0
             yield wait, encode(event)
@@ -99,7 +111,7 @@ class _Events:
             yield 0.0, error
 
     def teed(self, chunk: bytes) -> None:
-        now = round((self.clock.now() - self.plan.started) * 1000, 3)
+        now = round((self.clock.now() - self.call.started) * 1000, 3)
         for event in self.parser.feed(chunk):
             self.seen.append({"ms": now, **event})
 
@@ -107,51 +119,37 @@ class _Events:
         if self.done:
             return
         self.done = True
-        exchange, plan = self.exchange, self.plan
-        router = exchange.deck._router
-        if self.replayed is not None and self.entry is not None:
-            recorded_error = self.entry.value.get("error")
+        call = self.call
+        if self.replayed is not None and call.recorded is not None:
+            recorded_error = call.recorded.value.get("error")
             name = (
                 type(error).__name__
                 if error is not None
                 else (recorded_error.get("type") if isinstance(recorded_error, dict) else None)
             )
-            router.answered(
-                plan,
-                self.entry,
+            call.answered(
                 learn=[e.get("data") for e in self.replayed],
                 error=name or ("StreamError" if cut else None),
                 partial=partial,
             )
             return
         self.seen.extend({"ms": 0.0, **e} for e in self.parser.flush())
-        stored: dict[str, Any] = {"status": self.status, "headers": kept_headers(self.headers)}
-        stored["events"] = self.seen
-        if error is not None:
-            stored["error"] = error_to_json(error)
-        ms = round((self.clock.now() - plan.started) * 1000, 3)
-        stored = router.stored(plan, "stream", stored)
-        router.complete(
-            plan,
-            "stream",
-            stored,
-            ms=ms,
-            learn=[e.get("data") for e in stored["events"]],
-            error=type(error).__name__ if error is not None else None,
-            partial=partial,
+        call.stream(
+            self.status, kept_headers(self.headers), self.seen, error=error, partial=partial
         )
         if error is not None:
-            exchange.owner.failed(exchange.identity)
+            self.failed()
 
     def recorded_error(self) -> Exception | None:
-        if self.entry is None:
+        entry = self.call.recorded
+        if entry is None:
             return None
-        error = self.entry.value.get("error")
+        error = entry.value.get("error")
         return error_from_json(error) if isinstance(error, dict) else None
 
 
 @functools.cache
-def _stream_types(httpx: Any) -> tuple[type, type]:
+def stream_types(httpx: Any) -> tuple[type, type]:
     """Byte-stream classes that ``httpx``'s responses accept (one pair per module).
 
     Each keeps its place: a client that stops at ``[DONE]`` and then drains the response
@@ -159,7 +157,7 @@ def _stream_types(httpx: Any) -> tuple[type, type]:
     """
 
     class SyncEvents(httpx.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, events: _Events, upstream: Any = None) -> None:
+        def __init__(self, events: Events, upstream: Any = None) -> None:
             self.events = events
             self.upstream = upstream
             self.chunks: Iterator[bytes] | None = None
@@ -190,7 +188,7 @@ def _stream_types(httpx: Any) -> tuple[type, type]:
             self.events.finish(error=None, partial=False)
 
     class AsyncEvents(httpx.AsyncByteStream):  # type: ignore[misc]
-        def __init__(self, events: _Events, upstream: Any = None) -> None:
+        def __init__(self, events: Events, upstream: Any = None) -> None:
             self.events = events
             self.upstream = upstream
             self.chunks: AsyncIterator[bytes] | None = None

@@ -1,0 +1,235 @@
+"""What a call's caller may record itself, and what a call needs of its run.
+
+``Answering`` holds the traces every call leaves (its log record, its cassette line) and
+the ``Call`` methods for answers the caller assembled (the HTTP transport builds its own
+responses and streams): ``store`` puts a value in stored form, ``complete`` records a live
+or stand-in answer, ``stream`` a live stream, ``answered`` a recorded answer it served
+itself. ``Ledger`` is what every call reads of its deck's run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import orjson
+
+from .._base.clock import Clock
+from .._cassette.errorjson import error_to_json
+from .._cassette.format import Entry, Intent
+from .._cassette.session import CassetteSession
+from .._keys.fields import ABSENT
+from .._keys.ids import IdMap
+from .._keys.normalize import Normalizer
+from .._keys.redact import Redactor
+from ..faults import Fault
+from .index import ReplayIndex
+from .report import Source
+
+Result = Literal["out", "error", "stream"]
+
+
+class Ledger(Protocol):
+    """What a call reads and writes of its deck's run (``Run``), under the run's lock."""
+
+    lock: threading.RLock
+    clock: Clock
+    mode: str
+    allow_side_effects: bool
+    index: ReplayIndex
+    ids: IdMap
+    log: list[Any]
+    normalizer: Normalizer
+    redactor: Redactor
+    file: CassetteSession
+
+    @property
+    def where(self) -> str:
+        """The file the recording was read from (for messages)."""
+        ...
+
+
+@dataclass(slots=True, eq=False)
+class Answering:
+    """A call's traces, and the ``Call`` methods for answers its caller assembled; see
+    ``Call``."""
+
+    _run: Ledger
+    seq: int
+    kind: str
+    name: str
+    key: str
+    args: Any
+    schema: str
+    step: Any
+    meta: Any
+    recorded: Entry | None
+    write: bool
+    started: float = 0.0
+    fault: Fault | None = None
+    fault_applied: bool = False
+    resumes: Intent | None = None
+    in_doubt: bool = False
+    skipped: bool = False
+    idempotency_key: str | None = None
+    intent: bool = False
+    finished: bool = False
+
+    # -- the traces ----------------------------------------------------------------------------
+
+    def _end(self, source: Source) -> None:
+        with self._run.lock:
+            self._log(source)
+
+    def _log(
+        self,
+        source: Source,
+        recorded_seq: int | None = None,
+        ms: float = 0.0,
+        error: str | None = None,
+        *,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        # A plain tuple, cheap on the hot path; as_record makes the CallRecord when read.
+        self.finished = True
+        self._run.log.append((self, source, recorded_seq, ms, error, retry_after, code, partial))
+
+    def _put(self, result: str, value: Any, ms: float, *, fault: Any = None) -> None:
+        file = self._run.file
+        if not file.writing:
+            return
+        if fault is None and self.fault is not None:
+            fault = self.fault.to_json()
+        step = self.step if isinstance(self.step, (str, int, float)) else None
+        meta = self._run.redactor.redact(self.meta) if self.meta is not None else None
+        entry = Entry(
+            self.seq,
+            self.kind,
+            self.name,
+            self.key,
+            self.args,
+            result,  # type: ignore[arg-type]
+            value,
+            ms,
+            step,
+            self.schema,
+            meta,
+            fault,
+        )
+        file.write(entry, in_doubt="skipped" if self.skipped else None)
+
+    def answered(
+        self,
+        *,
+        learn: Any = ABSENT,
+        error: str | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Log that the caller answered from ``recorded`` itself (see ``complete``)."""
+        entry = self.recorded
+        if entry is None:
+            raise ValueError(f"seq {self.seq} has no recorded answer")
+        run = self._run
+        with run.lock:
+            run.index.serve(entry)
+            if learn is not ABSENT:
+                run.ids.defer(learn)
+            self._log(
+                "replay",
+                entry.seq,
+                entry.ms,
+                error,
+                retry_after=retry_after,
+                code=code,
+                partial=partial,
+            )
+
+    # -- answers the caller assembled ------------------------------------------------------
+
+    def store(self, result: Result, value: Any) -> Any:
+        """``value`` as the cassette stores it: wall-clock values replaced by placeholders
+        (outputs and streams), then redacted (a stream on the text its deltas join into)."""
+        redactor = self._run.redactor
+        if result == "error":
+            return redactor.redact(value)
+        scrubbed = self._run.normalizer.scrub_output(value, self.seq)
+        if result == "stream":
+            return redactor.redact_stream(scrubbed)
+        return redactor.redact(scrubbed)
+
+    def complete(
+        self,
+        result: Result,
+        stored: Any,
+        *,
+        ms: float,
+        source: Source = "live",
+        learn: Any = ABSENT,
+        error: str | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Log a call whose answer the caller assembled itself (the HTTP transport), and
+        record it when recording.
+
+        Args:
+            result: ``out``, ``error`` or ``stream``.
+            stored: what to write, in stored form (see ``store``).
+            ms: how long it took.
+            source: ``live`` or ``fault`` (a provider-shaped answer stood in for the call).
+            learn: an output (as stored) whose ids later calls may send again.
+            error, retry_after, code: how the call failed, as a loop would see it.
+            partial: it failed after part of its output had reached the caller.
+        """
+        run = self._run
+        with run.lock:
+            if learn is not ABSENT:
+                run.ids.defer(learn)
+            self._log(
+                source, ms=ms, error=error, retry_after=retry_after, code=code, partial=partial
+            )
+            if self.write:
+                self._put(result, stored, ms)
+
+    def stream(
+        self,
+        status: int,
+        headers: dict[str, str],
+        events: list[dict[str, Any]],
+        *,
+        error: BaseException | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Record a live stream that ended (with ``error`` if it broke off)."""
+        value: dict[str, Any] = {"status": status, "headers": headers, "events": events}
+        if error is not None:
+            value["error"] = error_to_json(error)
+        stored = self.store("stream", value)
+        ms = round((self._run.clock.now() - self.started) * 1000, 3)
+        self.complete(
+            "stream",
+            stored,
+            ms=ms,
+            learn=[e.get("data") for e in stored["events"]],
+            error=type(error).__name__ if error is not None else None,
+            partial=partial,
+        )
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float when it is a number (not a bool), else ``None``."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def copy_value(value: Any) -> Any:
+    """A fresh copy of a recorded value: callers may mutate what they get, the queue's copy
+    must stay as recorded."""
+    if type(value) is dict or type(value) is list:
+        return orjson.loads(orjson.dumps(value))
+    return value

@@ -1,0 +1,213 @@
+"""Rendering a call-path diff: text for terminals, a JSON-ready dict for machines, one
+self-contained HTML page for people."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from .._cassette.format import Entry
+from .._keys.fields import preview, preview_pair
+from .align import OPS, CallPathDiff, Row, either, plural_s
+
+_MARK = {"same": " ", "changed": "~", "removed": "-", "added": "+"}
+# Changes listed per changed call in text; JSON and HTML list them all.
+_TEXT_CHANGES = 8
+
+
+def _seq(entry: Entry | None) -> str:
+    return "·" if entry is None else str(entry.seq)
+
+
+def _key(row: Row) -> str:
+    if row.a is not None and row.b is not None and row.a.key != row.b.key:
+        return f"{row.a.key} → {row.b.key}"
+    return either(row).key
+
+
+def _verdict(diff: CallPathDiff) -> str:
+    counts = diff.counts
+    total = len(diff.rows)
+    parts = ", ".join(f"{counts[op]} {op}" for op in OPS)
+    return f"{total} aligned call{plural_s(total)}: {parts}"
+
+
+def _clip(line: str, width: int, *, left: bool = False) -> str:
+    if len(line) <= width:
+        return line
+    # For file paths the name at the end says more than the folders at the start.
+    return "…" + line[len(line) - width + 1 :] if left else line[: width - 1] + "…"
+
+
+def diff_text(diff: CallPathDiff, *, context: int = 2, width: int = 100) -> str:
+    """The diff for a terminal: a summary, then the differing calls with ``context`` agreeing
+    calls around each; longer runs of agreeing calls are folded. No line exceeds ``width``.
+
+    Args:
+        diff: the diff.
+        context: agreeing calls shown before and after each differing one.
+        width: the longest line, in characters.
+    """
+    width = max(width, 40)
+    lines = [
+        "A: " + _clip(diff.a, width - 3, left=True),
+        "B: " + _clip(diff.b, width - 3, left=True),
+        _verdict(diff),
+    ]
+    if diff.ignored:
+        lines.append("ignored fields: " + ", ".join(diff.ignored))
+    lines.append(diff.first_divergence())
+    if diff.first is not None:
+        lines += ["", "  seq A seq B  call   (~ changed, - only in A, + only in B)"]
+        lines += _text_rows(diff.rows, context, width)
+    return "\n".join(_clip(line, width) for line in lines) + "\n"
+
+
+def _text_rows(rows: Sequence[Row], context: int, width: int) -> list[str]:
+    ends = [i for i, row in enumerate(rows) if row.op != "same"]
+    shown = {k for i in ends for k in range(i - context, i + context + 1)}
+    lines: list[str] = []
+    folded = 0
+    for i, row in enumerate(rows):
+        if i not in shown:
+            folded += 1
+            continue
+        if folded:
+            lines.append(f"  … {folded} agreeing call{plural_s(folded)}")
+            folded = 0
+        entry = either(row)
+        lines.append(
+            f"{_MARK[row.op]} {_seq(row.a):>5} {_seq(row.b):>5}  "
+            f"{entry.kind} {entry.name}  {_key(row)}"
+        )
+        for c in row.changes[:_TEXT_CHANGES]:
+            # Split what is left of the line between the two values.
+            room = max(12, (width - 16 - len(c.path)) // 2)
+            a, b = preview_pair(c.a, c.b, room)
+            lines.append(f"{'':14}{c.path}: {a} → {b}")
+        if len(row.changes) > _TEXT_CHANGES:
+            hidden = len(row.changes) - _TEXT_CHANGES
+            lines.append(f"{'':14}… and {hidden} more differing field{plural_s(hidden)}")
+    if folded:
+        lines.append(f"  … {folded} agreeing call{plural_s(folded)}")
+    return lines
+
+
+def diff_json(diff: CallPathDiff) -> dict[str, Any]:
+    """The diff as a JSON-ready dict.
+
+    Agreeing calls are summarized by ``counts["same"]``; every other row is listed in
+    ``rows`` with its ``index`` in the full alignment, so positions can be recovered.
+    ``first`` is that same object for the first divergence plus ``agreeing`` (the calls
+    that agreed before it) and ``text`` (``first_divergence()``), or ``None``.
+    """
+    first: dict[str, Any] | None = None
+    if diff.first is not None:
+        first = _row_json(diff.first, diff.rows[diff.first])
+        first["agreeing"] = diff.first
+        first["text"] = diff.first_divergence()
+    return {
+        "a": diff.a,
+        "b": diff.b,
+        "identical": diff.identical,
+        "responses": diff.responses,
+        "ignored": list(diff.ignored),
+        "counts": diff.counts,
+        "first": first,
+        "rows": [_row_json(i, row) for i, row in enumerate(diff.rows) if row.op != "same"],
+    }
+
+
+def _row_json(index: int, row: Row) -> dict[str, Any]:
+    entry = either(row)
+    return {
+        "index": index,
+        "op": row.op,
+        "seq_a": None if row.a is None else row.a.seq,
+        "seq_b": None if row.b is None else row.b.seq,
+        "kind": entry.kind,
+        "name": entry.name,
+        "key_a": None if row.a is None else row.a.key,
+        "key_b": None if row.b is None else row.b.key,
+        "changes": [{"path": c.path, "a": c.a, "b": c.b} for c in row.changes],
+    }
+
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
+h1 { font-size: 1.3rem; margin: 0 0 .6rem; } dt { font-weight: 600; }
+code, td { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; }
+dl { display: grid; grid-template-columns: auto 1fr; gap: .2rem .8rem; margin: 0 0 .8rem; }
+dd { margin: 0; word-break: break-all; } .verdict { font-weight: 600; }
+.verdict.ok { color: #1a7f37; } .verdict.diverged { color: #b35900; }
+.first { background: #fff4d6; border-left: 4px solid #e0a100; padding: .5rem .8rem; }
+table { border-collapse: collapse; width: 100%; } table.calls { margin-top: 1rem; }
+th, td { border: 1px solid #ddd; padding: .2rem .45rem; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; } tr.same td { color: #555; }
+tr.changed > td { background: #fff8e1; } tr.removed > td { background: #fdecea; }
+tr.added > td { background: #e9f7ef; } tr.is-first > td { outline: 2px solid #e0a100; }
+table.fields td { white-space: pre-wrap; word-break: break-all; border-color: #e6d9a8; }
+"""
+
+
+def diff_html(diff: CallPathDiff) -> str:
+    """The diff as one self-contained HTML page: inline CSS, no scripts, nothing fetched.
+
+    A header with both paths and the verdict, the first divergence highlighted, a table of
+    aligned calls (A and B side by side, coloured by op) and each changed call's fields.
+    Every value from the cassettes is escaped.
+    """
+    e = html.escape
+    state = "ok" if diff.identical else "diverged"
+    out = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">',
+        f"<title>faultdeck diff: {e(diff.first_divergence())}</title>",
+        f"<style>{_CSS}</style></head>\n<body>\n<h1>faultdeck call-path diff</h1>",
+        f"<dl><dt>A</dt><dd><code>{e(diff.a)}</code></dd>"
+        f"<dt>B</dt><dd><code>{e(diff.b)}</code></dd></dl>",
+        f'<p class="verdict {state}">{"identical" if diff.identical else "diverged"}: '
+        f"{e(_verdict(diff))}</p>",
+    ]
+    if diff.ignored:
+        out.append(f"<p>ignored fields: <code>{e(', '.join(diff.ignored))}</code></p>")
+    link = "" if diff.first is None else f' <a href="#row-{diff.first}">show</a>'
+    out.append(f'<p class="first">{e(diff.first_divergence())}{link}</p>')
+    out.append(
+        '<table class="calls">\n<thead><tr><th rowspan="2">op</th><th colspan="4">A</th>'
+        '<th colspan="4">B</th></tr><tr>'
+        + "<th>seq</th><th>kind</th><th>name</th><th>key</th>" * 2
+        + "</tr></thead>\n<tbody>"
+    )
+    for i, row in enumerate(diff.rows):
+        classes = row.op + (" is-first" if i == diff.first else "")
+        cells = "".join(_html_side(entry) for entry in (row.a, row.b))
+        out.append(
+            f'<tr class="{classes}" id="row-{i}"><td title="{row.op}">{e(_MARK[row.op])}</td>'
+            f"{cells}</tr>"
+        )
+        if row.changes:
+            nested = _html_changes(row)
+            out.append(f'<tr class="{row.op}"><td></td><td colspan="8">{nested}</td></tr>')
+    out.append("</tbody>\n</table>\n</body>\n</html>\n")
+    return "\n".join(out)
+
+
+def _html_side(entry: Entry | None) -> str:
+    if entry is None:
+        return '<td colspan="4"></td>'
+    e = html.escape
+    return (
+        f"<td>{entry.seq}</td><td>{e(entry.kind)}</td><td>{e(entry.name)}</td>"
+        f"<td><code>{e(entry.key)}</code></td>"
+    )
+
+
+def _html_changes(row: Row) -> str:
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(c.path)}</td><td>{e(preview(c.a, 400))}</td>"
+        f"<td>{e(preview(c.b, 400))}</td></tr>"
+        for c in row.changes
+    )
+    return f'<table class="fields"><tr><th>field</th><th>A</th><th>B</th></tr>{rows}</table>'

@@ -1,0 +1,179 @@
+"""The fault matrix as data: its rows, its cells, the tasks that fill it.
+
+A matrix replays one golden cassette under each fault at each call position (or under
+named plans) and judges each run; ``inprocess`` and ``command`` fill it, ``render`` shows
+it. The rows come from the fault kinds' table (``faultdeck.faults.KINDS``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .._base.clock import VirtualClock
+from .._base.errors import ConfigError
+from .._base.loading import load_attr
+from .._deck.deck import Deck
+from .._judge.invariants import Violation
+from .._judge.policy import Outcome, Policy
+from ..faults import KINDS, Fault, FaultPlan
+from ..faults._kinds import Judged
+
+Status = Literal["held", "broke", "miss", "raised", "killed"]
+Entrypoint = Callable[[Deck, VirtualClock], Sequence[Outcome]]
+
+REPLAY_ROW = "replay (x2)"
+"""The row that replays the clean run twice and checks it (replay determinism included)."""
+
+
+def _row(kind: str, params: Callable[[Judged], dict[str, Any]]) -> Callable[[Policy], Fault]:
+    return lambda policy: Fault(kind, tuple(params(policy).items()))
+
+
+# Each kind says which rows it brings, built from the policy so that each fault bites: a
+# Retry-After the policy may honour, a first token slower than the policy's threshold.
+FAULT_MENU: dict[str, Callable[[Policy], Fault]] = {
+    label: _row(kind.name, params) for kind in KINDS.values() for label, params in kind.rehearse
+}
+"""The rows of the full matrix, by label: each makes its fault from the judging policy."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One rehearsal: a fault (or plan) at a call position, and how the loop took it.
+
+    Attributes:
+        label: the row: a ``FAULT_MENU`` label, a plan's name or ``REPLAY_ROW``.
+        seq: the call position the fault was placed at; ``None`` for a whole plan.
+        status: ``held`` (every invariant held), ``broke`` (one did not), ``miss`` (the
+            fault took the loop off the recorded path, so the cassette cannot judge it),
+            ``raised`` (the loop let an exception out, breaking no invariant) or ``killed``
+            (a crash, after which a fresh run finished as the clean run did).
+        violations: what broke.
+        detail: one line: the outcomes in short, the miss, the exception or the restart.
+        outcomes: what the loop returned.
+    """
+
+    label: str
+    seq: int | None
+    status: Status
+    violations: tuple[Violation, ...] = ()
+    detail: str = ""
+    outcomes: tuple[Outcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """A rehearsal's result: every cell, in row order, then position order.
+
+    Attributes:
+        cassette: the cassette replayed.
+        entrypoint: the entrypoint, as ``module:function``.
+        positions: ``(seq, "kind name")`` of each call the clean replay makes, in order.
+        rows: the row labels, in order; ``REPLAY_ROW`` first.
+        cells: the cells, row by row.
+        baseline: the clean replay's outcomes.
+    """
+
+    cassette: str
+    entrypoint: str
+    positions: tuple[tuple[int, str], ...]
+    rows: tuple[str, ...]
+    cells: tuple[Cell, ...]
+    baseline: tuple[Outcome, ...]
+
+    @property
+    def broken(self) -> tuple[Cell, ...]:
+        """The cells where an invariant did not hold."""
+        return tuple(c for c in self.cells if c.status == "broke")
+
+    @property
+    def ok(self) -> bool:
+        """No cell broke (misses, exceptions that broke nothing and kills do not count)."""
+        return not self.broken
+
+
+def load_entrypoint(spec: str) -> Entrypoint:
+    """Import the entrypoint named ``"package.module:function"``.
+
+    Raises:
+        ConfigError: the spec is malformed, the module does not import, or the name is
+            missing or not callable; one line saying what to write.
+    """
+    found = load_attr(spec, what="entrypoint", kind="function")
+    if not callable(found):
+        raise ConfigError(f"{spec!r} is not callable; name a function taking (deck, clock)")
+    entry: Entrypoint = found
+    return entry
+
+
+def difference(outcomes: Sequence[Outcome], baseline: Sequence[Outcome]) -> tuple[Any, str] | None:
+    """The first of the baseline's ops whose outcome differs (timing aside), and how."""
+
+    got = [dataclasses.replace(o, elapsed_ms=0.0) for o in outcomes]
+    want = [dataclasses.replace(o, elapsed_ms=0.0) for o in baseline]
+    if got == want:
+        return None
+    pairs = enumerate(zip(got, want, strict=False))
+    i = next((i for i, (x, y) in pairs if x != y), min(len(got), len(want)))
+    now = brief(outcomes[i : i + 1]) or "no outcome"
+    then = brief(baseline[i : i + 1]) or "no outcome"
+    return (baseline[i] if i < len(baseline) else outcomes[i]).op, f"{now} instead of {then}"
+
+
+# -- the cells to run --------------------------------------------------------------------------
+
+Task = tuple[str, int | None, FaultPlan]
+"""A cell to run: its row, its call position (None for a named plan), its plan."""
+
+
+def plan_cells(
+    plans: Mapping[str, FaultPlan] | None,
+    policy: Policy,
+    positions: tuple[tuple[int, str], ...],
+) -> list[Task]:
+    if plans is None:
+        return [
+            (label, seq, FaultPlan([make(policy).at(seq=seq)]))
+            for label, make in FAULT_MENU.items()
+            for seq, _ in positions
+        ]
+    if not plans:
+        raise ConfigError("no fault plans given; pass None for the full matrix")
+    tasks: list[Task] = []
+    for name, plan in plans.items():
+        if name == REPLAY_ROW:
+            raise ConfigError(f"plan name {name!r} is taken by the clean replay's row; rename it")
+        if not isinstance(plan, FaultPlan):
+            raise ConfigError(f"plan {name!r}: expected a FaultPlan, got {short(plan)}")
+        tasks.append((name, None, plan))
+    return tasks
+
+
+def module_policy(spec: str) -> Policy:
+    module = sys.modules.get(spec.partition(":")[0])
+    found = getattr(module, "POLICY", None)
+    return found if isinstance(found, Policy) else Policy()
+
+
+def judged(found: Sequence[Violation]) -> Status:
+    return "broke" if found else "held"
+
+
+def brief(outcomes: Sequence[Outcome]) -> str:
+    """Outcomes in short: ``plan ok, read stopped(quota)``; ``x2`` for a second attempt."""
+    parts = []
+    for o in outcomes:
+        op = o.op if isinstance(o.op, str) else repr(o.op)
+        reason = f"({o.reason})" if o.reason else ""
+        tries = f" x{o.attempts}" if o.attempts > 1 else ""
+        parts.append(f"{op} {o.status}{reason}{tries}")
+    return ", ".join(parts)
+
+
+def short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

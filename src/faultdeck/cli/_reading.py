@@ -1,0 +1,208 @@
+"""The commands that read cassettes: ``diff``, ``show`` and ``scan``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.table import Table
+
+from .._base import config as _config
+from .._cassette.format import Entry, Recording
+from .._cassette.reader import load
+from .._cassette.writer import partial_path
+from .._diff.align import diff_recordings
+from .._diff.render import diff_html, diff_json, diff_text
+from .._keys.redact import Redactor
+from ._common import Finding, cli, console, emit_json, plural
+
+
+@cli.command()
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--responses", is_flag=True, help="Compare outputs too, not only args.")
+@click.option(
+    "--ignore", multiple=True, metavar="FIELD", help="A field never compared (repeatable)."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to a file.")
+def diff(
+    a: str, b: str, responses: bool, ignore: tuple[str, ...], fmt: str, output: str | None
+) -> None:
+    """Diff the call paths of two cassettes; exit 1 when they diverge.
+
+    \b
+    faultdeck diff runs/base.jsonl runs/new.jsonl
+    faultdeck diff runs/base.jsonl runs/new.jsonl --responses --ignore trace_id
+    faultdeck diff runs/base.jsonl runs/new.jsonl --format html -o diff.html
+    """
+    result = diff_recordings(load(a), load(b), responses=responses, ignore=ignore)
+    if fmt == "json":
+        text = orjson.dumps(diff_json(result), option=orjson.OPT_INDENT_2).decode()
+    elif fmt == "html":
+        text = diff_html(result)
+    else:
+        text = diff_text(result, width=max(60, console().width))
+    if output:
+        Path(output).write_text(text, "utf-8")
+        click.echo(f"wrote {output}: {result.first_divergence()}")
+    else:
+        click.echo(text)
+    if not result.identical:
+        raise Finding
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def show(cassette: str, fmt: str) -> None:
+    """Show a cassette: its header, its calls, and whether the run ended cleanly.
+
+    \b
+    faultdeck show runs/base.jsonl
+    faultdeck show runs/base.jsonl --format json | jq '.calls[] | select(.error)'
+    """
+    recording = load(cassette)
+    if fmt == "json":
+        status = "interrupted" if recording.interrupted else "failed" if recording.failed else "ok"
+        emit_json(
+            {
+                "cassette": cassette,
+                "header": recording.header.to_json(),
+                "ended": recording.end,
+                "status": status,
+                "interrupted": recording.interrupted,
+                "in_flight": [i.seq for i in recording.in_flight()],
+                "calls": [dict(e.to_json(), line=e.line) for e in recording.entries],
+            }
+        )
+        return
+    out = console()
+    header = recording.header
+    sha = header.harness.get("git_sha")
+    where = f"recorded at commit {sha}" if sha else "recorded outside git"
+    out.print(
+        f"[bold]{cassette}[/]: format {header.version}, match {header.match}, "
+        f"{where}{' (uncommitted changes)' if header.harness.get('dirty') else ''}"
+    )
+    table = Table(header_style="bold", box=None, pad_edge=False)
+    for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
+        table.add_column(column, justify="right" if column in ("seq", "ms", "size") else "left")
+    for entry in recording.entries:
+        table.add_row(
+            str(entry.seq),
+            entry.kind,
+            entry.name,
+            entry.key,
+            f"{entry.ms:g}",
+            f"{len(orjson.dumps(entry.value)):,} B",
+            outcome_text(entry),
+        )
+    out.print(table)
+    out.print(ending(recording, cassette), markup=False)
+    partial = partial_path(os.path.realpath(cassette))
+    if os.path.exists(partial) and os.path.realpath(cassette) != partial:
+        out.print(
+            f"a newer recording that did not finish is beside it: {partial} "
+            f"(faultdeck resume {cassette} -- CMD finishes it)",
+            markup=False,
+        )
+
+
+def ending(recording: Recording, cassette: str) -> str:
+    """How the recorded run ended, in words."""
+    calls = plural(len(recording.entries), "call")
+    in_flight = len(recording.in_flight())
+    if recording.interrupted:
+        flying = f", {plural(in_flight, 'call')} in flight" if in_flight else ""
+        return (
+            f"interrupted: the run stopped after {calls}{flying} without closing (killed or "
+            f"crashed); finish it with faultdeck resume {cassette} -- CMD, or mode='resume'"
+        )
+    if recording.failed:
+        return (
+            f"failed: the run raised an error after {calls} and closed; what it recorded "
+            "replays, re-record it once the error is fixed"
+        )
+    return f"ended cleanly: {calls}"
+
+
+def outcome_text(entry: Entry) -> str:
+    """The error or fault column of ``show``."""
+    parts = []
+    if entry.result == "error":
+        error = entry.value
+        detail = [f"{k} {error[k]}" for k in ("status", "retry_after", "code") if k in error]
+        parts.append(f"{error['type']}" + (f" ({', '.join(detail)})" if detail else ""))
+    elif entry.result == "stream":
+        parts.append(f"stream, {len(entry.value['events'])} events")
+    if entry.fault is not None:
+        parts.append(f"fault: {entry.fault.get('fault')}")
+    return "; ".join(parts)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="text for people, json for machines.",
+)
+def scan(paths: tuple[str, ...], fmt: str) -> None:
+    """Audit cassettes for credential-shaped strings; exit 1 on any.
+
+    Uses faultdeck's table of credential shapes and the project's own patterns
+    ([tool.faultdeck.redact_patterns]). Prints file:line and the pattern's name, never the
+    secret. A folder is searched for *.jsonl files.
+
+    \b
+    faultdeck scan cassettes/
+    faultdeck scan cassettes/ --format json
+    """
+    redactor = Redactor(extra_patterns=_config.load_settings().redact_patterns)
+    files = cassette_files(paths)
+    findings: list[dict[str, Any]] = []
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                findings.extend(
+                    {"file": str(path), "line": number, "pattern": pattern}
+                    for pattern in redactor.scan_text(line)
+                )
+    holding = len({f["file"] for f in findings})
+    if fmt == "json":
+        emit_json({"files": len(files), "files_with_findings": holding, "findings": findings})
+    else:
+        for finding in findings:
+            click.echo(f"{finding['file']}:{finding['line']}: {finding['pattern']}")
+        if findings:
+            click.echo(
+                f"{plural(len(findings), 'credential-shaped string')} in "
+                f"{plural(holding, 'file')} of {len(files)}; rotate them and re-record",
+                err=True,
+            )
+        else:
+            click.echo(f"no secrets in {plural(len(files), 'file')}")
+    if findings:
+        raise Finding
+
+
+def cassette_files(paths: Sequence[str]) -> list[Path]:
+    """The files ``scan`` reads: the files named, and the *.jsonl files under the folders
+    named (a folder whose name ends in .jsonl is a folder, not a cassette)."""
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise click.UsageError(f"no such file or folder: {name}")
+    return files

@@ -1,0 +1,139 @@
+"""The commands that run a program under a deck: ``record``, ``resume`` and ``replay``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from .._cassette.reader import load
+from .._cassette.writer import partial_path
+from ..faults import FaultPlan
+from ._child import first_difference, no_report, print_replays, run_child
+from ._common import Finding, cli, console, emit_json, plural
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def record(cassette: str, command: tuple[str, ...]) -> None:
+    """Run a program, recording its boundary calls into CASSETTE.
+
+    The program creates its deck with fd.Deck.from_env(). An existing CASSETTE is
+    replaced only when the program exits 0; otherwise it stays as it was and the new
+    recording is kept beside it, for `faultdeck resume`.
+
+    \b
+    faultdeck record runs/base.jsonl -- python agent.py --task fix-retry
+    """
+    run_writing(cassette, command, "record")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def resume(cassette: str, command: tuple[str, ...]) -> None:
+    """Finish a recording that was killed or failed: replay what it recorded, go on live.
+
+    Continues the recording left beside CASSETTE by a run that did not finish, or CASSETTE
+    itself when it was interrupted; replaces CASSETTE when the program exits 0.
+
+    \b
+    faultdeck resume runs/base.jsonl -- python agent.py --task fix-retry
+    """
+    run_writing(cassette, command, "resume")
+
+
+def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
+    """``record`` and ``resume``: run the program, then keep or place what it recorded."""
+    partial = partial_path(os.path.realpath(cassette))
+    extra = {"FAULTDECK_DEFER_REPLACE": "1"}
+    code, report, _ = run_child(command, cassette, mode, extra=extra)
+    out = console()
+    if report is None:
+        out.print(no_report(command))
+        raise Finding
+    calls = report["live"] + report["used"]
+    placed = code == 0 and finished(partial)
+    if placed:
+        os.replace(partial, os.path.realpath(cassette))
+    verb = "recorded" if mode == "record" else "resumed"
+    out.print(f"{verb} {plural(calls, 'call')} ({report['live']} live) into {cassette}")
+    if code != 0:
+        out.print(f"the program exited with {code}")
+        if os.path.exists(partial):
+            kept = "left as it was" if os.path.exists(cassette) else "not written"
+            out.print(
+                f"{cassette} was {kept}; the new recording is in {partial} "
+                f"(finish it with: faultdeck resume {cassette} -- {' '.join(command)})",
+                markup=False,
+            )
+        raise Finding
+
+
+def finished(path: str) -> bool:
+    """Whether the recording at ``path`` exists and ended cleanly."""
+    if not os.path.exists(path):
+        return False
+    recording = load(path)
+    return recording.end is not None and recording.end.get("status") == "ok"
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 10_000),
+    default=1,
+    show_default=True,
+    help="Replay this many times and report the pass rate.",
+)
+@click.option(
+    "--faults",
+    "plan",
+    type=click.Path(dir_okay=False),
+    help="A fault plan (JSON or TOML) to inject on top of the recording.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def replay(
+    cassette: str, command: tuple[str, ...], repeat: int, plan: str | None, fmt: str
+) -> None:
+    """Run a program offline against CASSETTE; report misses, unused and repeated calls.
+
+    Each run sees FAULTDECK_RUN (0, 1, …), so a program can seed per run. A pass rate
+    strictly between 0 and 1 is flakiness, shown with the first call the runs disagree on.
+
+    \b
+    faultdeck replay runs/base.jsonl -- python agent.py
+    faultdeck replay runs/base.jsonl --repeat 20 --faults plans/quota.json -- python agent.py
+    """
+    load(cassette)  # a missing or corrupt cassette is an input error before anything runs
+    extra = {}
+    if plan is not None:
+        FaultPlan.load(plan)
+        extra["FAULTDECK_FAULTS"] = os.path.abspath(plan)
+    runs: list[tuple[int, dict[str, Any] | None, str]] = []
+    for index in range(repeat):
+        extra["FAULTDECK_RUN"] = str(index)
+        runs.append(run_child(command, cassette, "replay", extra=extra, capture=repeat > 1))
+    passed = [code == 0 and report is not None and not report["misses"] for code, report, _ in runs]
+    rate = sum(passed) / repeat
+    difference = first_difference([report for _, report, _ in runs])
+    if fmt == "json":
+        emit_json(
+            {
+                "cassette": cassette,
+                "runs": repeat,
+                "passed": sum(passed),
+                "rate": rate,
+                "flaky": 0 < rate < 1,
+                "first_difference": difference,
+                "reports": [report for _, report, _ in runs],
+            }
+        )
+    else:
+        print_replays(console(), cassette, command, runs, passed, difference)
+    if rate < 1:
+        raise Finding

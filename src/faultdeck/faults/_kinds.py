@@ -1,0 +1,268 @@
+"""The kinds of fault, one object each, in one table that every consumer reads.
+
+A ``FaultKind`` says all there is to know of a kind: the parameters it takes, the call
+kinds it can happen at, the error an in-process call raises, and how the HTTP boundary
+shows it (a provider's error response standing in for the call, a transport error, a real
+answer broken, a stream broken off), its label, and the rows it brings to a rehearsal's
+matrix. The deck, the HTTP transport and the rehearsal read ``KINDS``; nothing else decides
+what a kind does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from .._base.errors import BadToolCall, ProcessKilled, QuotaExhausted, TransientError
+from ._checks import (
+    REQUIRED,
+    Spec,
+    int_from,
+    milliseconds,
+    one_of,
+    optional_seconds,
+    status,
+    text,
+)
+from ._shapes import (
+    Params,
+    break_stream_tool_call,
+    break_tool_call,
+    quota_response,
+    transient_response,
+)
+
+BAD_TOOL_CALL_HOWS = ("missing_field", "wrong_type", "unparseable", "unknown_tool")
+HOW_TEXT = {
+    "missing_field": "a required argument is missing",
+    "wrong_type": "an argument has the wrong type",
+    "unparseable": "the arguments are not valid JSON",
+    "unknown_tool": "the named tool does not exist",
+}
+_CALLS = frozenset({"model", "tool", "http"})  # every call that reaches a server
+_EVERY = frozenset({"model", "tool", "env", "http"})
+_STREAMED = frozenset({"model", "http"})
+
+
+class Judged(Protocol):
+    """What a rehearsal row reads of the policy it is judged by."""
+
+    @property
+    def max_retry_after(self) -> float: ...
+
+    @property
+    def slow_first_token_ms(self) -> float: ...
+
+
+Response = tuple[int, dict[str, str], Any]
+"""A provider's answer: status, headers, JSON body."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamBreak:
+    """How a stream breaks: after ``after`` events, ``cut`` (the connection drops),
+    ``error_event`` (the provider sends ``event: error`` and stops) or ``malformed`` (an
+    event that does not parse, the stream going on)."""
+
+    after: int
+    how: Literal["cut", "error_event", "malformed"]
+
+
+@dataclass(frozen=True, slots=True)
+class FaultKind:
+    """One kind of fault.
+
+    Attributes:
+        name: the kind's name in plans and factories (``quota``).
+        summary: what it rehearses, for people.
+        params: the parameters it takes: name -> (checker, default).
+        applies_to: the call kinds it can happen at (no provider sends a quota error to an
+            environment read).
+        error: the exception an in-process call raises; ``None`` for a kind that only
+            delays the call.
+        label: a short label for matrices and messages, from the parameters.
+        respond: at the HTTP boundary, the provider's response that stands in for the call.
+        transport: at the HTTP boundary, the transport error raised instead (``timeout``
+            for a read timeout, ``reset`` for a dropped connection).
+        answer: at the HTTP boundary, how it breaks a real answer's JSON body.
+        events: at the HTTP boundary, how it breaks a real stream's events.
+        stream_break: at the HTTP boundary, how it breaks a stream off.
+        rehearse: the rows it brings to the full rehearsal matrix: (label, its parameters
+            from the judging policy).
+    """
+
+    name: str
+    summary: str
+    params: Spec
+    applies_to: frozenset[str]
+    error: Callable[[Params], BaseException] | None
+    label: Callable[[Params], str]
+    respond: Callable[[Params, str], Response] | None = None
+    transport: Literal["timeout", "reset"] | None = None
+    answer: Callable[[Params, str, Any], Any] | None = None
+    events: Callable[[Params, str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    stream_break: Callable[[Params], StreamBreak] | None = None
+    rehearse: tuple[tuple[str, Callable[[Judged], dict[str, Any]]], ...] = ()
+
+    @property
+    def delays(self) -> bool:
+        """Whether it only slows the call down (the call succeeds)."""
+        return self.error is None
+
+    @property
+    def shapes_answers(self) -> bool:
+        """Whether the HTTP boundary puts it into the real answer rather than in its place."""
+        return self.answer is not None or self.stream_break is not None
+
+
+def num(value: float) -> str:
+    """``2`` reads better than ``2.0`` in messages and labels; a fraction is kept."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _quota_error(p: Params) -> BaseException:
+    retry_after = p.get("retry_after")
+    wait = "no Retry-After" if retry_after is None else f"retry after {num(retry_after)}s"
+    return QuotaExhausted(
+        f"injected quota fault: {p['code']}, {wait}",
+        status=429,
+        retry_after=retry_after,
+        code=p["code"],
+    )
+
+
+def _quota_label(p: Params) -> str:
+    parts = []
+    if p["code"] != "rate_limit_exceeded":
+        parts.append(str(p["code"]))
+    if p.get("retry_after") is not None:
+        parts.append(f"retry_after={num(p['retry_after'])}")
+    return f"quota({', '.join(parts)})" if parts else "quota"
+
+
+def _transient_error(p: Params) -> BaseException:
+    code = "overloaded" if p["status"] == 529 else "server_error"
+    return TransientError(
+        f"injected transient fault: HTTP {p['status']} ({code})", status=p["status"], code=code
+    )
+
+
+def _bad_call_error(p: Params) -> BaseException:
+    return BadToolCall(f"injected bad tool call ({p['how']}): {HOW_TEXT[p['how']]}", code=p["how"])
+
+
+def _transient(code: str, message: str) -> Callable[[Params], BaseException]:
+    return lambda p: TransientError(message.format(**p), code=code)
+
+
+def _named(label: str) -> Callable[[Params], str]:
+    return lambda p: label
+
+
+_KINDS = (
+    FaultKind(
+        "quota",
+        "a quota or rate limit says no: HTTP 429, with or without Retry-After",
+        {"code": (text, "rate_limit_exceeded"), "retry_after": (optional_seconds, None)},
+        _CALLS,
+        _quota_error,
+        _quota_label,
+        respond=quota_response,
+        rehearse=(
+            ("quota retry-after", lambda p: {"retry_after": min(2.0, p.max_retry_after)}),
+            ("quota no header", lambda p: {}),
+            ("quota non-retryable", lambda p: {"code": "insufficient_quota"}),
+        ),
+    ),
+    FaultKind(
+        "timeout",
+        "no answer in time",
+        {},
+        _CALLS,
+        lambda p: TransientError("injected timeout: no answer in time", code="timeout"),
+        _named("timeout"),
+        transport="timeout",
+        rehearse=(("timeout", lambda p: {}),),
+    ),
+    FaultKind(
+        "transient",
+        "a server error that may pass: 5xx, or 529 overloaded",
+        {"status": (status, 503)},
+        _CALLS,
+        _transient_error,
+        lambda p: f"transient({p['status']})",
+        respond=transient_response,
+        rehearse=(("transient 503", lambda p: {"status": 503}),),
+    ),
+    FaultKind(
+        "bad_tool_call",
+        "the model's tool call breaks its JSON schema, inside a 200",
+        {"how": (one_of(BAD_TOOL_CALL_HOWS), "missing_field")},
+        frozenset({"model"}),
+        _bad_call_error,
+        lambda p: f"bad_tool_call({p['how']})",
+        answer=lambda p, name, body: break_tool_call(name, body, p["how"]),
+        events=lambda p, name, events: break_stream_tool_call(name, events, p["how"]),
+        rehearse=(("bad tool call", lambda p: {}),),
+    ),
+    FaultKind(
+        "slow_first_token",
+        "the answer (its first token) comes late; the call succeeds",
+        {"ms": (milliseconds, REQUIRED)},
+        frozenset({"model"}),
+        None,
+        lambda p: f"slow_first_token({num(p['ms'])}ms)",
+        rehearse=(("slow first token", lambda p: {"ms": p.slow_first_token_ms + 500}),),
+    ),
+    FaultKind(
+        "latency",
+        "the whole call takes longer; it succeeds",
+        {"ms": (milliseconds, REQUIRED)},
+        _CALLS,
+        None,
+        lambda p: f"latency({num(p['ms'])}ms)",
+    ),
+    FaultKind(
+        "crash",
+        "the process dies at this call",
+        {},
+        _EVERY,
+        lambda p: ProcessKilled("injected crash: the process dies at this call"),
+        _named("crash"),
+        rehearse=(("crash", lambda p: {}),),
+    ),
+    FaultKind(
+        "reset",
+        "the peer drops the connection",
+        {},
+        _CALLS,
+        _transient("connection_reset", "injected connection reset: the peer closed the connection"),
+        _named("reset"),
+        transport="reset",
+    ),
+    FaultKind(
+        "stream_cut",
+        "a streamed answer stops after some events",
+        {"after": (int_from(0), 1), "how": (one_of(("cut", "error_event")), "cut")},
+        _STREAMED,
+        _transient("stream_cut", "injected stream cut: the stream ended after {after} event(s)"),
+        lambda p: f"stream_cut(after={p['after']})",
+        stream_break=lambda p: StreamBreak(p["after"], p["how"]),
+    ),
+    FaultKind(
+        "malformed_stream",
+        "a stream event cannot be parsed",
+        {},
+        _STREAMED,
+        _transient("malformed_stream", "injected malformed stream: an event could not be parsed"),
+        _named("malformed_stream"),
+        stream_break=lambda p: StreamBreak(1, "malformed"),
+    ),
+)
+
+KINDS: Mapping[str, FaultKind] = {kind.name: kind for kind in _KINDS}
+"""Every kind of fault, by name, in the order plans and matrices list them."""
+
+FAULT_KINDS = tuple(KINDS)
+"""The names of every kind of fault."""
