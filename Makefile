@@ -3,8 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The lowest and the highest Python the package claims (pyproject.toml's classifiers): the
+# suite runs on each, in .venv for the one `$(PY)` is and in .venv-X.Y for the others.
+PYTHONS := 3.11 3.13
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-pythons lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,9 +25,31 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory test-pythons
+
+# Finds each Python on PATH or under pyenv. Missing one is an error in CI (CI is set) and
+# a warning elsewhere, so that `make test` still runs on a machine with one Python.
+test-pythons: $(STAMP)
+	@here=$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	for v in $(PYTHONS); do \
+	  [ "$$v" = "$$here" ] && continue; \
+	  py=; for c in $$(ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V -r) \
+	      $$(command -v python$$v); do "$$c" -c '' 2>/dev/null && { py=$$c; break; }; done; \
+	  if [ -z "$$py" ]; then \
+	    if [ -n "$$CI" ]; then echo "python$$v not found: CI runs the suite on $(PYTHONS)"; exit 1; fi; \
+	    echo "warning: python$$v not found; the suite ran on $$here only"; continue; \
+	  fi; \
+	  venv=$(VENV)-$$v; \
+	  if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
+	    $$py -m venv $$venv && $$venv/bin/python -m pip install --quiet --upgrade pip \
+	      && $$venv/bin/python -m pip install --quiet -e '.[dev]' && touch $$venv/.installed || exit 1; \
+	  fi; \
+	  echo "== the suite on $$($$venv/bin/python -V)"; \
+	  $$venv/bin/pytest -p no:cacheprovider || exit 1; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-* .pytest_cache .mypy_cache .ruff_cache

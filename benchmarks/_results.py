@@ -92,7 +92,7 @@ def machine() -> list[tuple[str, str]]:
     if hasattr(os, "sched_getaffinity"):
         cores += f" ({len(os.sched_getaffinity(0))} usable by this process)"
     found = [
-        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
         ("python", f"{platform.python_implementation()} {platform.python_version()}"),
         ("platform", platform.platform()),
         ("cpu", _cpu_model()),

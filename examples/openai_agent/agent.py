@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 import faultdeck as fd
 from faultdeck.http import Transport
 
-TOOLS: list[dict[str, Any]] = [
+TOOLS: list[ChatCompletionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -55,14 +56,16 @@ def client_for(
 
 def run(client: openai.OpenAI, question: str, *, model: str = "gpt-4o-mini", turns: int = 4) -> str:
     """Ask, run the tools the model calls, and return its answer."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": question}]
     for _ in range(turns):
         reply = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
         message = reply.choices[0].message
         if not message.tool_calls:
             return message.content or ""
-        messages.append(message.model_dump(exclude_none=True))
+        messages.append(cast(ChatCompletionMessageParam, message.model_dump(exclude_none=True)))
         for call in message.tool_calls:
+            if call.type != "function":
+                continue
             arguments = json.loads(call.function.arguments)
             messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": get_weather(**arguments)}

@@ -28,8 +28,8 @@ def main() -> None:
         with deck, client_for(deck, base_url=options.base_url) as client:
             print(run(client, QUESTION))
         return
-    sys.path.insert(0, str(Path(__file__).parents[2] / "tests" / "http"))
-    from fake_upstream import Upstream
+    sys.path.insert(0, str(Path(__file__).parents[2]))  # the repository root
+    from tests.support.fake_upstream import Upstream
 
     deck = fd.Deck(CASSETTE, mode="record")
     with Upstream() as upstream, deck:

@@ -5,7 +5,7 @@ runs the loop through it and returns the outcomes; ``POLICY`` is what the rehear
 by. From the repository root::
 
     faultdeck rehearse examples/workshop/cassettes/golden.jsonl \\
-        --entry examples.workshop.rehearsal:good
+        --entrypoint examples.workshop.rehearsal:good
     fd.rehearse("examples.workshop.rehearsal:retry_on_quota", "examples/workshop/...")
 
 ``good`` follows the degradation policy; the others are the broken loops of ``broken.py``.
@@ -16,6 +16,15 @@ from __future__ import annotations
 import faultdeck as fd
 from examples.workshop import broken
 from faultdeck.workshop import POLICY, Workshop
+
+__all__ = [
+    "POLICY",
+    "coin_flip_retry",
+    "drops_partial_work",
+    "good",
+    "retry_on_quota",
+    "unbounded_backoff",
+]
 
 
 def good(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:

@@ -4,6 +4,7 @@ and the faults, the ``deck`` and ``virtual_clock`` fixtures do the rest."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from faultdeck.workshop import POLICY, Workshop
 from .broken import drops_partial_work, retry_on_quota
 
 GOLDEN = str(Path(__file__).parent / "cassettes" / "golden.jsonl")
-READ = {"kind": "tool", "name": "read_file"}
+READ: dict[str, Any] = {"kind": "tool", "name": "read_file"}
 
 
 @pytest.mark.faultdeck(cassette=GOLDEN, faults=[faults.timeout().on(**READ, nth=1)])

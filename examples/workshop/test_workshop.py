@@ -21,7 +21,7 @@ from faultdeck.workshop import POLICY, Workshop
 from .broken import coin_flip_retry, drops_partial_work, retry_on_quota, unbounded_backoff
 
 GOLDEN = Path(__file__).parent / "cassettes" / "golden.jsonl"
-READ = {"kind": "tool", "name": "read_file"}
+READ: dict[str, Any] = {"kind": "tool", "name": "read_file"}
 
 
 class Run:

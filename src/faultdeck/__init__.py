@@ -1,15 +1,28 @@
 """faultdeck: record an agent's boundary calls once, replay them offline, rehearse failures.
 
-The pipeline, one way::
+The package is laid out as the pipeline a call goes through; each stage imports only from
+the ones before it (docs/architecture.md)::
 
-    a call ─► normalize ─► key ─┬─ record: run live ─► redact ─► cassette (one line)
-                                └─ replay: cassette ─► per-key FIFO queue ─► answer
-                                                   └─ no answer ─► ReplayMiss
-    fault plan ─► (per call) raise, delay, or pass ─┘
-    every call ─► the deck's log ─► report(), and with a loop's outcomes ─► check()
+    _base       errors, clocks, the current step, settings, the "module:attr" loader
+      │
+    _keys       a call's args ─► normalize ─► redact ─► canonical JSON ─► key
+      │
+    _cassette   format v1: read and check each line; write, lock, replace atomically
+      │
+    faults      one table of fault kinds; selectors and plans say where they land
+      │
+    _deck       Deck.begin(kind, name, args) ─► Call: answer from the cassette, apply the
+      │         fault, or run live and record; the report; ReplayMiss says what diverged
+    _judge      Policy, run_steps (follows it), check (the invariants)
+      │
+    _diff       two call paths aligned by key, the first divergence
+      │
+    _rehearse   the fault matrix: each fault at each call of a golden cassette, judged
+      │
+    edges       http (the SDKs' transports), cli, pytest_plugin, testing, demo
 
-A loop's degradation policy is a value (``Policy``); ``run_steps`` follows it; ``check``
-judges any loop's outcomes against the invariants; ``diff`` compares two runs' call paths.
+Every edge (the HTTP transport as much as ``Deck.call``) makes its calls through the one
+seam, ``Deck.begin`` and the ``Call`` it returns.
 
 Start with ``Deck``::
 
@@ -21,7 +34,17 @@ Start with ``Deck``::
 
 from . import faults, http, testing
 from ._base.clock import Clock, SystemClock, VirtualClock
-from ._base.config import Settings, load_settings
+from ._base.config import (
+    Durability,
+    Latency,
+    Match,
+    Mode,
+    OnHarnessChange,
+    OnInDoubt,
+    Repeats,
+    Settings,
+    load_settings,
+)
 from ._base.context import current_step, step
 from ._base.errors import (
     ArgumentError,
@@ -46,6 +69,7 @@ from ._base.errors import (
     SideEffectBlocked,
     TransientError,
 )
+from ._cassette.format import Intent
 from ._cassette.reader import Entry, Header, Recording, load
 from ._deck.call import Call
 from ._deck.deck import Deck
@@ -56,7 +80,7 @@ from ._judge.invariants import INVARIANTS, Violation, check
 from ._judge.policy import Outcome, Policy, run_steps
 from ._keys.canonical import canonical, make_key
 from ._keys.normalize import NormalizeConfig
-from ._keys.redact import Redactor
+from ._keys.redact import Finding, Redactor
 from ._rehearse.command import rehearse_command
 from ._rehearse.inprocess import rehearse
 from ._rehearse.matrix import FAULT_MENU, REPLAY_ROW, Cell, Matrix
@@ -86,17 +110,25 @@ __all__ = [
     "Clock",
     "ConfigError",
     "Deck",
+    "Durability",
     "Entry",
     "FAULT_MENU",
     "Fault",
     "FaultPlan",
     "FaultdeckError",
     "FaultdeckWarning",
+    "Finding",
     "HarnessChanged",
     "Header",
     "INVARIANTS",
+    "Intent",
+    "Latency",
+    "Match",
     "Matrix",
+    "Mode",
     "NormalizeConfig",
+    "OnHarnessChange",
+    "OnInDoubt",
     "Outcome",
     "Policy",
     "ProcessKilled",
@@ -106,6 +138,7 @@ __all__ = [
     "Recording",
     "Redactor",
     "Repeat",
+    "Repeats",
     "ReplayMiss",
     "Report",
     "Row",

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from ._base.clock import SystemClock, VirtualClock
-from ._base.config import MATCHES, MODES, Match, Mode, check_choice
+from ._base.config import MATCHES, MODES, Match, Mode, Settings, check_choice, load_settings
 from ._base.errors import ConfigError, ReplayMiss
 from ._deck.deck import Deck
 from ._deck.report import Report
@@ -147,6 +147,20 @@ def cassette_name(nodeid: str) -> str:
         digest = hashlib.sha256(name.encode()).hexdigest()[:10]
         safe = f"{safe[: _LONGEST_NAME - 11]}-{digest}"
     return f"{safe}.jsonl"
+
+
+def default_cassette(test_path: Path, nodeid: str, settings: Settings) -> Path:
+    """Where a test's cassette lives when nothing names one: beside the test file, or
+    under the project's ``cassette_dir``."""
+    name = cassette_name(nodeid)
+    if settings.cassette_dir is None:
+        return test_path.parent / "cassettes" / test_path.stem / name
+    root = Path(settings.root)
+    try:
+        below = test_path.resolve().relative_to(root.resolve()).with_suffix("")
+    except ValueError:  # a test file outside the project
+        below = Path(test_path.stem)
+    return root / settings.cassette_dir / below / name
 
 
 def rerecord_command(nodeid: str) -> str:
@@ -307,15 +321,18 @@ def deck(
     faultdeck_config: dict[str, Any],
     virtual_clock: VirtualClock,
 ) -> Iterator[Deck]:
-    """The test's deck: its cassette is ``<test dir>/cassettes/<module>/<test name>.jsonl``."""
+    """The test's deck: its cassette is ``<test dir>/cassettes/<module>/<test name>.jsonl``,
+    or ``<root>/<cassette_dir>/<test file's path from the root>/<test name>.jsonl`` when
+    the project sets ``cassette_dir``."""
     item = request.node
     yield from _deck(item, faultdeck_config, virtual_clock)
 
 
 def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
     test_path = Path(str(item.path))
-    default = test_path.parent / "cassettes" / test_path.stem / cassette_name(item.nodeid)
     try:
+        settings = load_settings(test_path.parent)
+        default = default_cassette(test_path, item.nodeid, settings)
         resolved = resolve(
             option=_options(item.config),
             marker=_marker(item),
@@ -339,6 +356,7 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
         faults=resolved.faults,
         clock=clock if resolved.clock == "virtual" else SystemClock(),
         allow_side_effects=resolved.allow_side_effects,
+        settings=settings,
     )
     item.stash[DECK_KEY] = deck
     item.stash[RESOLVED_KEY] = resolved

@@ -13,6 +13,8 @@ from ._base.clock import Clock
 from ._judge.invariants import Violation, check
 from ._judge.policy import Outcome, Policy
 
+__all__ = ["assert_deterministic", "assert_invariants", "assert_violates"]
+
 
 def assert_invariants(
     outcomes: Sequence[Outcome],

@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import fake_upstream
 import httpx
 import httpx2
 import openai
 import pytest
-from fake_upstream import (
+
+from tests.support import fake_upstream
+from tests.support.fake_upstream import (
     ANTHROPIC_TOOLS,
     DEFAULT_TEXT,
     OPENAI_TOOLS,

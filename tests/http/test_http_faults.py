@@ -10,16 +10,19 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from fake_upstream import OPENAI_TOOLS, Upstream
+from anthropic.types import MessageParam
+from openai.types.chat import ChatCompletionMessageParam
 
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck.http import Transport
+from tests.support.fake_upstream import OPENAI_TOOLS, Upstream
 
 KEY_A = "sk-proj-" + "Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8"
 KEY_B = "sk-proj-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
 TOOLS = OPENAI_TOOLS
-ASK = [{"role": "user", "content": "What is the weather?"}]
+ASK: list[ChatCompletionMessageParam] = [{"role": "user", "content": "What is the weather?"}]
+CLAUDE_ASK: list[MessageParam] = [{"role": "user", "content": "What is the weather?"}]
 POLICY = fd.Policy(max_attempts=3, max_retry_after=5.0, max_total_wait=30.0)
 
 
@@ -38,7 +41,7 @@ def cassettes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         with fd.Deck(paths["claude"], mode="record", clock=fd.SystemClock()) as deck:
             with claude_client(deck, upstream.url) as claude:
                 with claude.messages.stream(
-                    model="claude-x", max_tokens=64, messages=ASK
+                    model="claude-x", max_tokens=64, messages=CLAUDE_ASK
                 ) as stream:
                     assert stream.get_final_message().content
     return paths
@@ -158,7 +161,7 @@ def test_an_anthropic_error_event_mid_stream(cassettes: dict[str, Path]) -> None
     deck, _ = replay(cassettes["claude"], [faults.stream_cut(after=2, how="error_event").at(seq=1)])
     with deck, claude_client(deck, DEAD, max_retries=0) as claude:
         with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
-            with claude.messages.stream(model="claude-x", max_tokens=64, messages=ASK) as s:
+            with claude.messages.stream(model="claude-x", max_tokens=64, messages=CLAUDE_ASK) as s:
                 s.get_final_message()
     assert deck.report().calls[0].partial
 
@@ -166,7 +169,7 @@ def test_an_anthropic_error_event_mid_stream(cassettes: dict[str, Path]) -> None
 def test_an_anthropic_529_is_retried_by_the_sdk(cassettes: dict[str, Path]) -> None:
     deck, _ = replay(cassettes["claude"], [faults.transient(status=529).at(seq=1)])
     with deck, claude_client(deck, DEAD, max_retries=1) as claude:
-        with claude.messages.stream(model="claude-x", max_tokens=64, messages=ASK) as stream:
+        with claude.messages.stream(model="claude-x", max_tokens=64, messages=CLAUDE_ASK) as stream:
             assert stream.get_final_message().content
     assert [c.code for c in deck.report().calls] == ["overloaded_error", None]
 

@@ -14,14 +14,15 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from fake_upstream import OPENAI_TOOLS, Upstream
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
-from test_sdk_replay import NetworkGuard, assert_dead, openai_sync
 
 import faultdeck as fd
 from faultdeck.http import Transport
+from tests.support.fake_upstream import OPENAI_TOOLS, Upstream
+from tests.support.sdk import NetworkGuard, assert_dead, openai_sync
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 TELEGRAM = "AA" + (ALNUM * 2)[3:36]
@@ -158,6 +159,7 @@ def test_a_tool_output_with_a_key_goes_back_to_the_model_and_replays(
                     return message.content or ""
                 messages.append(message.model_dump(exclude_none=True))
                 for call in message.tool_calls:
+                    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
                     out = deck.call(
                         "tool",
                         "get_weather",
@@ -190,7 +192,7 @@ def test_the_async_transport_masks_the_same_places(tmp_path: Path, upstream: Ups
     async def main(deck: fd.Deck, inner: Any) -> int:
         transport = fd.http.AsyncTransport(deck, httpx=httpx2, transport=inner)
         async with httpx2.AsyncClient(transport=transport) as client:
-            return (await client.get(url + BOT_PATH)).status_code
+            return int((await client.get(url + BOT_PATH)).status_code)
 
     with fd.Deck(path, mode="record") as deck:
         assert asyncio.run(main(deck, None)) == 404

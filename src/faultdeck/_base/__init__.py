@@ -1,1 +1,2 @@
-"""_base: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""
+"""Stage 1, the base: errors, clocks, the current step, the project's settings and the
+"module:attr" loader. Imports nothing else of faultdeck."""

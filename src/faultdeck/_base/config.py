@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
-import sys
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +17,6 @@ from typing import Any, Literal, TypeVar, get_args
 
 from .errors import ConfigError
 from .loading import load_attr
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 Mode = Literal["replay", "record", "once", "append", "resume", "off"]
 """How a deck uses its cassette; see the modes table in the README."""
@@ -64,7 +59,9 @@ class Settings:
 
     Args:
         root: the project root (the folder of ``pyproject.toml``, else of ``.git``).
-        cassette_dir: where cassettes live, relative to the root.
+        cassette_dir: where the pytest plugin keeps each test's cassettes, relative to the
+            root (``<cassette_dir>/<test file's path from the root>/<test name>.jsonl``);
+            unset, a ``cassettes`` folder beside each test file.
         mode: the default mode, if the project sets one.
         match: ``keyed`` or ``strict``.
         volatile: field names whose values are volatile.
@@ -77,15 +74,15 @@ class Settings:
     """
 
     root: str
-    cassette_dir: str = "cassettes"
-    mode: str | None = None
-    match: str = "keyed"
+    cassette_dir: str | None = None
+    mode: Mode | None = None
+    match: Match = "keyed"
     volatile: tuple[str, ...] = ()
     strip_headers: tuple[str, ...] = ()
     redact_patterns: tuple[tuple[str, str], ...] = ()
     normalizers: Mapping[str, str] = field(default_factory=dict)
     public_env: tuple[str, ...] = ()
-    durability: str = "flush"
+    durability: Durability = "flush"
     source: str | None = None
 
     def rules(self) -> dict[str, Callable[[Any], Any]]:
@@ -136,14 +133,18 @@ def _load(pyproject: str, _mtime: int) -> Settings:
             raise ConfigError(f"{where}: {key} must be a {expected.__name__}")
     mode = table.get("mode")
     if mode is not None:
-        check_choice(f"{where}: mode", mode, MODES)
-    check_choice(f"{where}: match", table.get("match", "keyed"), MATCHES)
-    check_choice(f"{where}: durability", table.get("durability", "flush"), DURABILITIES)
+        mode = check_choice(f"{where}: mode", mode, MODES)
+    cassette_dir = table.get("cassette_dir")
+    if cassette_dir is not None and (not cassette_dir or os.path.isabs(cassette_dir)):
+        raise ConfigError(
+            f"{where}: cassette_dir {cassette_dir!r} must be a folder relative to the "
+            f"project root ({os.path.dirname(pyproject)})"
+        )
     return Settings(
         root=os.path.dirname(pyproject),
-        cassette_dir=table.get("cassette_dir", "cassettes"),
+        cassette_dir=cassette_dir,
         mode=mode,
-        match=table.get("match", "keyed"),
+        match=check_choice(f"{where}: match", table.get("match", "keyed"), MATCHES),
         volatile=tuple(map(str, table.get("volatile", ()))),
         strip_headers=tuple(str(h).lower() for h in table.get("strip_headers", ())),
         redact_patterns=tuple(
@@ -151,7 +152,9 @@ def _load(pyproject: str, _mtime: int) -> Settings:
         ),
         normalizers={str(k): str(v) for k, v in table.get("normalizers", {}).items()},
         public_env=tuple(map(str, table.get("public_env", ()))),
-        durability=table.get("durability", "flush"),
+        durability=check_choice(
+            f"{where}: durability", table.get("durability", "flush"), DURABILITIES
+        ),
         source=pyproject,
     )
 

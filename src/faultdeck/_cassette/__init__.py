@@ -1,1 +1,2 @@
-"""_cassette: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""
+"""Stage 3, the cassette: format v1 as data, each line's checks, reading, writing (a
+session per deck, the lock, intents, the atomic replace of a finished recording)."""

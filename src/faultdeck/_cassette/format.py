@@ -1,18 +1,21 @@
 """Cassette format v1 as data: a header, one entry per call, intents, the recording.
 
-Pure: ``_cassette`` reads files into these, ``_lines`` checks each line, ``_writer`` writes
+Pure: ``reader`` reads files into these, ``lines`` checks each line, ``writer`` writes
 them back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from .._keys.canonical import SCHEMA_DEFAULT
 
 FORMAT_VERSION = 1
-RESULT_FIELDS = ("out", "error", "stream")
+Result = Literal["out", "error", "stream"]
+"""What a call produced: a value, an error or a stream."""
+
+RESULT_FIELDS: tuple[Result, ...] = get_args(Result)
 
 
 class Entry(NamedTuple):
@@ -43,7 +46,7 @@ class Entry(NamedTuple):
     name: str
     key: str
     args: Any
-    result: Literal["out", "error", "stream"]
+    result: Result
     value: Any
     ms: float = 0.0
     step: Any = None

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import orjson
 
 from .._base.clock import Clock
 from .._cassette.errorjson import error_to_json
-from .._cassette.format import Entry, Intent
+from .._cassette.format import Entry, Intent, Result
 from .._cassette.session import CassetteSession
 from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
@@ -26,8 +26,6 @@ from .._keys.redact import Redactor
 from ..faults import Fault
 from .index import ReplayIndex
 from .report import Source
-
-Result = Literal["out", "error", "stream"]
 
 
 class Ledger(Protocol):
@@ -162,7 +160,7 @@ class Answering:
             return redactor.redact_stream(scrubbed)
         return redactor.redact(scrubbed)
 
-    def complete(
+    def complete(  # noqa: PLR0913 - the options are the log record's fields, each by keyword
         self,
         result: Result,
         stored: Any,

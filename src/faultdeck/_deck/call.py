@@ -19,8 +19,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
+from .._base.config import OnInDoubt
 from .._base.errors import ArgumentError, ProcessKilled, SideEffectBlocked
 from .._cassette.errorjson import error_from_json, error_to_json, unreached
 from .._cassette.lines import http_answer_problem
@@ -31,8 +32,6 @@ from .miss import in_doubt
 from .report import CallRecord, Source
 
 T = TypeVar("T")
-Result = Literal["out", "error", "stream"]
-OnInDoubt = Literal["raise", "rerun", "skip"]
 
 
 @dataclass(slots=True, eq=False)

@@ -86,7 +86,7 @@ class Calls:
             self.open()
         return run.begin(kind, name, args, schema_version, step, meta, shaped)
 
-    def call(
+    def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()
         self,
         kind: str,
         name: str,
@@ -145,7 +145,7 @@ class Calls:
             call.result(value)
             return cast(T, value)
 
-    async def acall(
+    async def acall(  # noqa: PLR0913 - call's async twin, the same options
         self,
         kind: str,
         name: str,

@@ -83,7 +83,7 @@ class Deck(Calls):
         redactor: what masks secrets.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the public constructor: options by keyword, as httpx.Client
         self,
         cassette: str | os.PathLike[str],
         *,

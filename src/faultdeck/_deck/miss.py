@@ -17,7 +17,7 @@ NEAREST_LIMIT = 500
 DIFF_SHOWN = 8
 
 
-def build_miss(
+def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
     *,
     cassette: str,
     seq: int,

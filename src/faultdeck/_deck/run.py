@@ -22,6 +22,7 @@ from typing import Any
 
 from .._base import config as _config
 from .._base.clock import Clock, VirtualClock
+from .._base.config import Durability
 from .._base.context import current_step
 from .._base.errors import (
     ArgumentError,
@@ -33,7 +34,7 @@ from .._base.errors import (
 )
 from .._cassette.format import Entry, Intent, Recording
 from .._cassette.lines import RESTORE
-from .._cassette.reader import Durability, load
+from .._cassette.reader import load
 from .._cassette.session import CassetteSession, make_header
 from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
@@ -82,7 +83,7 @@ class Run:
             the state a ``Call`` finishes itself with (its ``Ledger``).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only: the deck's resolved options, passed once
         self,
         *,
         path: str,
@@ -222,7 +223,7 @@ class Run:
 
     # -- deciding a call -----------------------------------------------------------------
 
-    def begin(
+    def begin(  # noqa: C901 - the one decision per call (mode, key, answer, fault, intent), kept in one place on the hot path
         self,
         kind: str,
         name: str,

@@ -45,7 +45,7 @@ class _Deck(Protocol):
     ) -> Any: ...
 
 
-def wrap_tool(
+def wrap_tool(  # noqa: C901 - a sync and an async wrapper, one per kind of function
     deck: _Deck,
     func: Callable[P, R],
     *,

@@ -1,1 +1,2 @@
-"""_diff: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""
+"""Stage 7, the diff: two recordings' call paths aligned by key, the first divergence, and
+its text, JSON and HTML renderings."""

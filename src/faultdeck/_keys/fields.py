@@ -22,7 +22,7 @@ def field_diff(
     return out
 
 
-def _diff(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]], limit: int) -> None:
+def _diff(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]], limit: int) -> None:  # noqa: C901 - one recursive walk over dicts, lists and leaves
     if len(out) >= limit:
         return
     if type(a) is dict and type(b) is dict:

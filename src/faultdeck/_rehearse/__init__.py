@@ -1,1 +1,2 @@
-"""_rehearse: a stage of faultdeck's pipeline (see faultdeck/__init__.py)."""
+"""Stage 8, rehearsal: the fault matrix of one golden cassette, in-process or through a
+command, and its renderings."""

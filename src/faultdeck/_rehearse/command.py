@@ -3,7 +3,8 @@
 The program creates its deck with ``fd.Deck.from_env()``; each run gets the cassette in
 replay mode, its fault plan, a virtual clock and a report file. A program cannot hand back
 its outcomes, so a cell is judged on its deck's call log and waits (call budget, bounded
-waiting, no early retry, committed streams), its misses and its exit code.
+waiting, no early retry, committed streams), its misses and its exit code. A run killed by
+a ``crash`` fault is restarted fault-free: it must exit 0 having made the clean run's calls.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import orjson
 from .._base.clock import VirtualClock
 from .._base.errors import ConfigError
 from .._deck.report import CallRecord
-from .._judge.invariants import check
+from .._judge.invariants import Violation, check
 from .._judge.policy import Policy
 from ..faults import FaultPlan
 from .matrix import REPLAY_ROW, Cell, Matrix, plan_cells
@@ -75,6 +76,9 @@ def rehearse_command(
         def one(index: int) -> Cell:
             label, seq, plan = tasks[index]
             cell = _judge(label, seq, _run(command, path, plan, folder, str(index)), policy)
+            if cell.status == "killed":
+                again = _run(command, path, None, folder, f"{index}.restart")
+                cell = _restarted(cell, again, calls, policy)
             done[0] += 1
             if progress is not None:
                 progress(done[0], total)
@@ -108,6 +112,62 @@ def _run(
     return done.returncode, orjson.loads(Path(report).read_bytes())
 
 
+def _restarted(
+    killed: Cell,
+    again: tuple[int, dict[str, Any]] | None,
+    clean: Sequence[CallRecord],
+    policy: Policy,
+) -> Cell:
+    """After a crash, a fresh fault-free run must finish as the clean run did."""
+    where = killed.detail.partition(" (")[0]
+    label, seq = killed.label, killed.seq
+    if again is None:
+        return Cell(label, seq, "broke", (), f"{where}; a fresh run then wrote no report")
+    code, report = again
+    if report["misses"]:
+        miss = report["misses"][0]
+        detail = (
+            f"{where}; a fresh run then missed at seq {miss['seq']} {miss['kind']} {miss['name']}"
+        )
+        return Cell(label, seq, "broke", (), detail)
+    calls = _calls(report)
+    found = [
+        v
+        for v in check((), policy=policy, calls=calls, clock=_slept(report))
+        if v.invariant != "partial_work"
+    ]
+    path, expected = [c.key for c in calls], [c.key for c in clean]
+    if path != expected:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(path, expected, strict=False)) if a != b),
+            min(len(path), len(expected)),
+        )
+        bound = "a fresh run after a crash makes the clean run's calls"
+        found.append(
+            Violation(
+                "replay_determinism",
+                None,
+                bound,
+                f"{len(path)} calls, the clean run's {len(expected)}; they part at call {at + 1}",
+            )
+        )
+    if code != 0:
+        return Cell(label, seq, "broke", tuple(found), f"{where}; a fresh run then exited {code}")
+    if found:
+        detail = f"{where}; a fresh run then broke {', '.join(v.invariant for v in found)}"
+        return Cell(label, seq, "broke", tuple(found), detail)
+    return Cell(
+        label, seq, "killed", (), f"{where}; a fresh run then finished as the clean run did"
+    )
+
+
+def _slept(report: dict[str, Any]) -> VirtualClock:
+    clock = VirtualClock()
+    for seconds in report.get("sleeps", ()):
+        clock.sleep(seconds)
+    return clock
+
+
 def _calls(report: dict[str, Any]) -> list[CallRecord]:
     return [CallRecord(**call) for call in report["calls"]]
 
@@ -123,18 +183,16 @@ def _judge(
         return Cell(
             label, seq, "miss", (), f"miss at seq {miss['seq']} {miss['kind']} {miss['name']}"
         )
-    clock = VirtualClock()
-    for seconds in report.get("sleeps", ()):
-        clock.sleep(seconds)
     # Without the program's outcomes, partial work cannot be judged; the rest can.
     found = tuple(
         v
-        for v in check((), policy=policy, calls=_calls(report), clock=clock)
+        for v in check((), policy=policy, calls=_calls(report), clock=_slept(report))
         if v.invariant != "partial_work"
     )
     killed = any(c["fault"] == "crash" for c in report["calls"])
     if found:
         return Cell(label, seq, "broke", found, f"exit {code}")
     if killed:
-        return Cell(label, seq, "killed", (), f"killed (exit {code})")
+        at = next((c["seq"] for c in reversed(report["calls"]) if c["fault"] == "crash"), seq)
+        return Cell(label, seq, "killed", (), f"killed at seq {at} (exit {code})")
     return Cell(label, seq, "held" if code == 0 else "raised", (), f"exit {code}")

@@ -59,7 +59,8 @@ def rehearse(
 
     Prints the matrix (faults x positions) of what held and what broke; exit 1 exactly
     when an invariant breaks. Cells: ✓ held, ✗ broke, ~ off the recorded path, ! raised,
-    ↻ killed and restarted.
+    ↻ killed by a crash, then restarted fault-free and finished as the clean run did (a
+    restart that does not is ✗).
 
     \b
     faultdeck rehearse golden.jsonl --entrypoint examples.workshop.rehearsal:good

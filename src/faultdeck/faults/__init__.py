@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._fault import CallInfo, Fault, Selector
-from ._kinds import BAD_TOOL_CALL_HOWS, FAULT_KINDS, KINDS, FaultKind, StreamBreak
+from ._kinds import BAD_TOOL_CALL_HOWS, FAULT_KINDS, KINDS, FaultKind, Judged, StreamBreak
 from ._plan import FaultPlan, FaultRun
 from ._planfile import parse_fault
 
@@ -41,6 +41,7 @@ __all__ = [
     "FaultKind",
     "FaultPlan",
     "FaultRun",
+    "Judged",
     "KINDS",
     "Selector",
     "StreamBreak",

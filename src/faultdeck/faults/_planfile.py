@@ -26,7 +26,7 @@ or an empty table for no fault at that call.
 from __future__ import annotations
 
 import os
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,6 @@ from ._checks import (
 )
 from ._fault import ANY, Fault, Selector
 from ._kinds import FAULT_KINDS, KINDS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 _SELECTOR_KEYS = ("at", "on", "every", "random", "times")
 

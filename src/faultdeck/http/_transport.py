@@ -13,13 +13,30 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._base.clock import VirtualClock
 from .._deck.deck import Deck
 from ._exchange import Exchange
 from ._shapes import KEEP_REQUEST_HEADERS
 from ._streams import stream_types
+
+if TYPE_CHECKING:
+    # To a type checker each transport is the transport type of both httpx and httpx2, so
+    # that `httpx2.Client(transport=fd.http.Transport(deck, httpx=httpx2))` checks; at run
+    # time they are plain classes, as the clients need nothing more.
+    import httpx as _httpx
+    import httpx2 as _httpx2
+
+    # The two bases disagree on their request types; the transports below override both.
+    class _SyncBases(_httpx.BaseTransport, _httpx2.BaseTransport):  # type: ignore[misc]
+        pass
+
+    class _AsyncBases(_httpx.AsyncBaseTransport, _httpx2.AsyncBaseTransport):  # type: ignore[misc]
+        pass
+
+else:
+    _SyncBases = _AsyncBases = object
 
 
 def _module(httpx: Any) -> Any:
@@ -65,7 +82,7 @@ class _Base:
             self.deck.clock.sleep(time.monotonic() - failed_at)
 
 
-class Transport(_Base):
+class Transport(_Base, _SyncBases):
     """A sync transport for ``httpx.Client`` or ``httpx2.Client`` that routes every request
     through ``deck``.
 
@@ -110,7 +127,7 @@ class Transport(_Base):
         self.close()
 
 
-class AsyncTransport(_Base):
+class AsyncTransport(_Base, _AsyncBases):
     """``Transport`` for ``httpx.AsyncClient`` and ``httpx2.AsyncClient``; same arguments."""
 
     async def handle_async_request(self, request: Any) -> Any:

@@ -1,0 +1,5 @@
+"""``python -m faultdeck``: the ``faultdeck`` command."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,52 @@
+"""``python -m benchmarks --quick`` runs every row and writes the results file.
+
+Only that the code runs, and that each verdict follows from its figures: tiny sizes, one
+run each, and no assertion about speed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import ROOT
+
+ROWS = [*(f"1.{i}" for i in range(1, 9)), "2.1", "2.2", "3.1", "4.1", "4.2", "5.1"]
+MACHINE = ("date", "python", "platform", "cpu", "cores", "faultdeck", "httpx", "vcrpy", "orjson")
+
+
+def _cells(text: str, number: str) -> list[str]:
+    lines = [line for line in text.splitlines() if line.startswith(f"| {number} ")]
+    assert len(lines) == 1, f"row {number} appears {len(lines)} times in:\n{text}"
+    return [cell.strip() for cell in lines[0].strip().strip("|").split("|")]
+
+
+def _number(text: str) -> float:
+    return float(text.rstrip("×/s").replace(",", ""))
+
+
+def test_quick_run_prints_every_row_and_writes_the_results(tmp_path: Path) -> None:
+    out = tmp_path / "results" / "r.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    written = out.read_text(encoding="utf-8")
+    for text in (done.stdout, written):
+        for number in ROWS:
+            _, _, _, value, goal, verdict, _ = _cells(text, number)
+            # A missed goal shows as missed: the verdict follows from value and goal.
+            sign, limit = goal.split(" ", 1)
+            shown, bound = _number(value), _number(limit)
+            met = shown <= bound if sign == "≤" else shown >= bound
+            assert verdict == ("PASS" if met else "MISS"), (number, value, goal, verdict)
+    assert "vcrpy, + body matcher, sampled" in done.stdout
+    machine = written.split("## Machine", 1)[1]
+    for name in MACHINE:
+        assert f"| {name} " in machine
+    assert "## Method" in written

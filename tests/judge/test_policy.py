@@ -1,0 +1,146 @@
+"""The policy runner's properties, for any fault sequence (hypothesis)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import faultdeck as fd
+from faultdeck import faults
+from tests.support.calls import returns
+
+OPS = ("a", "b", "c", "d")
+POLICY = fd.Policy(
+    max_attempts=3, base_delay=0.5, max_delay=2.0, max_total_wait=3.0, max_retry_after=2.5, seed=11
+)
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four independent ops, each one call, and each op's repair call."""
+    path = tmp_path_factory.mktemp("policy") / "golden.jsonl"
+    with fd.Deck(path, mode="record") as deck:
+        for op in OPS:
+            deck.call("tool", op, {}, returns({"done": op}))
+            deck.call("tool", f"{op}.repair", {}, returns({"repaired": op}))
+    return path
+
+
+FAULT = st.one_of(
+    st.none(),
+    st.builds(faults.timeout),
+    st.builds(faults.transient, status=st.sampled_from([500, 503, 529])),
+    st.builds(faults.quota),
+    st.builds(faults.quota, retry_after=st.floats(0, 10, allow_nan=False)),
+    st.builds(faults.quota, code=st.just("insufficient_quota")),
+    st.builds(faults.bad_tool_call),
+    st.builds(faults.slow_first_token, ms=st.floats(0, 5000, allow_nan=False)),
+    st.builds(faults.latency, ms=st.floats(0, 5000, allow_nan=False)),
+)
+
+
+def rehearse(path: Path, plan: fd.FaultPlan) -> tuple[list[fd.Outcome], fd.Deck, fd.VirtualClock]:
+    clock = fd.VirtualClock()
+    deck = fd.Deck(path, mode="replay", faults=plan, clock=clock)
+
+    def step(op: str) -> Any:
+        return deck.call("tool", op, {}, lambda: None)
+
+    def repair(op: str, error: fd.BadToolCall) -> Any:
+        return deck.call("tool", f"{op}.repair", {}, lambda: None)
+
+    with deck:
+        outcomes = fd.run_steps(step, OPS, POLICY, clock=clock, repair=repair)
+    return outcomes, deck, clock
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sequence=st.lists(FAULT, max_size=14))
+def test_any_fault_sequence_keeps_the_bounds(golden: Path, sequence: list[fd.Fault | None]) -> None:
+    plan = fd.FaultPlan.sequence(sequence)
+    outcomes, deck, clock = rehearse(golden, plan)
+    assert clock.waited <= POLICY.max_total_wait + 1e-9
+    retry_afters = {f.param("retry_after") for f in plan.faults if f.kind == "quota"}
+    for seconds in clock.sleeps:
+        # A backoff never exceeds max_delay; only a received Retry-After may, within its cap.
+        if seconds in retry_afters:
+            assert seconds <= POLICY.max_retry_after
+        else:
+            assert seconds <= POLICY.max_delay + 1e-9
+    violations = fd.check(outcomes, policy=POLICY, deck=deck, clock=clock)
+    assert violations == [], "\n".join(map(str, violations))
+    assert deck.report().misses == ()
+    # Outcomes come back for every op up to a stop, and only a quota stops the run.
+    assert [o.op for o in outcomes] == list(OPS[: len(outcomes)])
+    assert all(o.status != "stopped" for o in outcomes[:-1])
+    if len(outcomes) < len(OPS):
+        assert outcomes[-1].status == "stopped"
+        assert outcomes[-1].reason in ("quota", "quota_non_retryable")
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sequence=st.lists(FAULT, max_size=10),
+    randomized=st.floats(0, 1),
+    seed=st.integers(0, 2**16),
+)
+def test_the_same_plan_and_seed_give_identical_outcomes(
+    golden: Path, sequence: list[fd.Fault | None], randomized: float, seed: int
+) -> None:
+    plan = fd.FaultPlan(
+        [
+            *fd.FaultPlan.sequence(sequence).faults,
+            faults.timeout().random(p=randomized, seed=seed),
+        ],
+        seed=seed,
+    )
+    first, _, clock_a = rehearse(golden, plan)
+    second, _, clock_b = rehearse(golden, plan)
+    assert first == second
+    assert clock_a.sleeps == clock_b.sleeps
+
+
+def test_backoff_is_exponential_jittered_and_capped() -> None:
+    import random
+
+    policy = fd.Policy(base_delay=1.0, max_delay=5.0, seed=0)
+    rng = random.Random(0)
+    waits = [policy.backoff(n, rng) for n in range(1, 8)]
+    assert all(0.5 <= w <= 5.0 for w in waits)
+    assert 0.5 <= waits[0] <= 1.0
+    assert 2.0 <= waits[2] <= 4.0
+    assert all(2.5 <= w <= 5.0 for w in waits[3:])
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("max_attempts", 0, "max_attempts must be >= 1"),
+        ("max_delay", -1, "max_delay must be >= 0"),
+        ("concurrency", 0, "concurrency must be between 1 and max_concurrency"),
+    ],
+)
+def test_a_bad_policy_says_which_field(field: str, value: int, says: str) -> None:
+    with pytest.raises(fd.ConfigError, match=says):
+        fd.Policy(**{field: value})
+
+
+def test_a_backoff_never_outlasts_the_wait_left(golden: Path) -> None:
+    # A Retry-After uses most of the budget; the backoffs after it must fit in what is left.
+    plan = fd.FaultPlan.sequence(
+        [faults.quota(retry_after=2.4), None, faults.timeout(), faults.timeout(), faults.timeout()]
+    )
+    outcomes, deck, clock = rehearse(golden, plan)
+    assert clock.waited == pytest.approx(POLICY.max_total_wait)
+    assert clock.sleeps[0] == 2.4
+    assert [o.status for o in outcomes] == ["ok", "degraded", "ok", "ok"]
+    assert outcomes[1].reason == "transient"
+    assert fd.check(outcomes, policy=POLICY, deck=deck, clock=clock) == []

@@ -1,0 +1,82 @@
+"""The fault matrix for any program (``fd.rehearse_command``): a crash is restarted too."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import faultdeck as fd
+from faultdeck import faults
+from tests.support.children import child_env, run
+
+PROGRAM = """
+import os, sys
+import faultdeck as fd
+
+checkpoint = {checkpoint!r}
+deck = fd.Deck.from_env()
+with deck:
+    resumed = os.path.exists(checkpoint)
+    for n in range(3):
+        if resumed and {forgets} and n == 1:
+            continue  # the bug under test: trusts a checkpoint the crash left half-written
+        try:
+            deck.call("tool", "fetch", {{"n": n}}, lambda: n)
+        except fd.ProcessKilled:
+            open(checkpoint, "w").close()
+            raise
+"""
+
+
+def recorded(tmp_path: Path, *, forgets: bool) -> tuple[list[str], Path]:
+    program = tmp_path / "prog.py"
+    checkpoint = tmp_path / "checkpoint"
+    program.write_text(PROGRAM.format(checkpoint=str(checkpoint), forgets=forgets), "utf-8")
+    cassette = tmp_path / "run.jsonl"
+    command = [sys.executable, str(program)]
+    done = run([sys.executable, "-m", "faultdeck", "record", str(cassette), "--", *command])
+    assert done.returncode == 0, done.stderr
+    return command, cassette
+
+
+def test_a_crashed_run_is_restarted_and_must_finish_as_the_clean_run(tmp_path: Path) -> None:
+    command, cassette = recorded(tmp_path, forgets=False)
+    plan = fd.FaultPlan([faults.crash().at(seq=2)])
+    matrix = fd.rehearse_command(command, cassette, {"crash": plan})
+    (cell,) = [c for c in matrix.cells if c.label == "crash"]
+    assert cell.status == "killed", cell
+    assert cell.detail == "killed at seq 2; a fresh run then finished as the clean run did"
+    assert matrix.ok
+
+
+def test_a_restart_that_skips_work_breaks_replay_determinism(tmp_path: Path) -> None:
+    command, cassette = recorded(tmp_path, forgets=True)
+    plan = fd.FaultPlan([faults.crash().at(seq=1)])
+    matrix = fd.rehearse_command(command, cassette, {"crash": plan})
+    (cell,) = [c for c in matrix.cells if c.label == "crash"]
+    assert cell.status == "broke", cell
+    assert cell.detail.startswith("killed at seq 1; a fresh run then broke replay_determinism")
+    (violation,) = cell.violations
+    assert violation.invariant == "replay_determinism"
+    assert "2 calls, the clean run's 3; they part at call 2" in violation.observed
+    assert not matrix.ok
+
+
+def test_the_cli_matrix_restarts_a_crash_on_the_command_path(tmp_path: Path) -> None:
+    command, cassette = recorded(tmp_path, forgets=False)
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "faultdeck",
+            "rehearse",
+            str(cassette),
+            "--format",
+            "json",
+            "--",
+            *command,
+        ],
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a fresh run then finished as the clean run did" in done.stdout

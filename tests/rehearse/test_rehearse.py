@@ -1,0 +1,477 @@
+"""The fault matrix on the workshop's golden cassette: the good loop holds, broken ones break."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from rich.console import Console
+
+import faultdeck as fd
+from faultdeck import (
+    FAULT_MENU,
+    REPLAY_ROW,
+    Cell,
+    Matrix,
+    faults,
+    matrix_json,
+    matrix_summary,
+    matrix_table,
+    rehearse,
+)
+from faultdeck._base.loading import load_attr
+from faultdeck._rehearse.render import SYMBOLS
+from faultdeck.workshop import OPS, Workshop
+from tests.support import GOLDEN, ROOT
+
+ENTRY = "examples.workshop.rehearsal"
+CLEAN_CALLS = (
+    (1, "model chat"),
+    (2, "tool read_file"),
+    (3, "tool read_file"),
+    (4, "model chat"),
+    (5, "tool write_patch"),
+)
+FIRST_READ = 2
+
+
+@pytest.fixture(scope="module")
+def examples_importable() -> Iterator[None]:
+    """The entrypoints live in ``examples/``, a package at the repository root."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(ROOT))
+        yield
+
+
+pytestmark = pytest.mark.usefixtures("examples_importable")
+
+
+@pytest.fixture(scope="module")
+def good() -> Matrix:
+    return rehearse(f"{ENTRY}:good", GOLDEN)
+
+
+@pytest.fixture(scope="module")
+def retrying() -> Matrix:
+    return rehearse(f"{ENTRY}:retry_on_quota", GOLDEN)
+
+
+def cell(matrix: Matrix, label: str, seq: int | None) -> Cell:
+    [found] = [c for c in matrix.cells if (c.label, c.seq) == (label, seq)]
+    return found
+
+
+def invariants(found: Cell) -> set[str]:
+    return {v.invariant for v in found.violations}
+
+
+# -- the full matrix ----------------------------------------------------------------------
+
+
+def test_the_good_loop_holds_everywhere_the_cassette_can_judge(good: Matrix) -> None:
+    assert good.positions == CLEAN_CALLS
+    assert good.rows == (REPLAY_ROW, *FAULT_MENU)
+    assert len(good.cells) == 1 + len(FAULT_MENU) * len(CLEAN_CALLS)
+    assert [(c.label, c.seq) for c in good.cells[1:]] == [
+        (label, seq) for label in FAULT_MENU for seq, _ in CLEAN_CALLS
+    ]
+    assert {c.status for c in good.cells} <= {"held", "miss", "killed"}
+    assert good.broken == ()
+    assert good.ok
+    assert [(o.op, o.status) for o in good.baseline] == [(op, "ok") for op in OPS]
+    replay = good.cells[0]
+    assert (replay.label, replay.seq, replay.status) == (REPLAY_ROW, None, "held")
+    assert replay.outcomes == good.baseline
+
+
+def test_quota_without_header_at_the_first_read_stops_and_keeps_the_plan(good: Matrix) -> None:
+    found = cell(good, "quota no header", FIRST_READ)
+    assert found.status == "held"
+    assert [(o.op, o.status, o.reason) for o in found.outcomes] == [
+        ("plan", "ok", None),
+        ("read", "stopped", "quota"),
+    ]
+    assert found.detail == "plan ok, read stopped(quota)"
+
+
+def test_a_crash_anywhere_is_killed_and_a_fresh_run_finishes_as_the_clean_run(
+    good: Matrix,
+) -> None:
+    for seq, _ in CLEAN_CALLS:
+        found = cell(good, "crash", seq)
+        assert found.status == "killed"
+        assert found.detail.startswith(f"killed at seq {seq}; a fresh replay then finished")
+        assert found.outcomes == good.baseline
+
+
+def falls_back(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+    """On a timeout this loop asks a fallback tool that the golden run never called."""
+    workshop = Workshop(deck)
+
+    def step(op: str) -> object:
+        try:
+            return workshop.step(op)
+        except fd.TransientError:
+            return deck.call("tool", "search_web", {"q": op}, lambda: None)
+
+    return fd.run_steps(step, OPS, fd.Policy(), clock=clock, repair=workshop.repair)
+
+
+def test_a_retry_gets_the_recorded_answer_again(good: Matrix) -> None:
+    # The read is all or nothing: retrying it after the 2nd file failed asks for the 1st
+    # file again, which the golden run read once; it gets the same answer, as in life.
+    found = cell(good, "timeout", 3)
+    assert found.status == "held"
+    assert found.outcomes[1].attempts == 2
+
+
+def test_a_path_the_cassette_never_recorded_is_a_miss_not_a_verdict() -> None:
+    matrix = rehearse(falls_back, GOLDEN, {"timeout": fd.FaultPlan([faults.timeout().at(seq=3)])})
+    found = cell(matrix, "timeout", None)
+    assert found.status == "miss"
+    assert found.detail.startswith("replay miss at seq 4: tool search_web")
+    assert found.violations == ()
+
+
+def test_the_menu_is_built_from_the_judging_policy() -> None:
+    entry = f"{ENTRY}:good"
+    by_module_policy = cell(rehearse(entry, GOLDEN), "quota retry-after", FIRST_READ)
+    assert by_module_policy.outcomes[1].retry_after == "2"
+    strict = fd.Policy(max_retry_after=1.0, max_delay=1.0, max_total_wait=5.0)
+    by_given_policy = cell(rehearse(entry, GOLDEN, policy=strict), "quota retry-after", FIRST_READ)
+    assert by_given_policy.outcomes[1].retry_after == "1"
+    assert by_given_policy.status == "held"
+
+
+def test_retrying_quota_at_once_breaks_no_early_retry(retrying: Matrix) -> None:
+    assert not retrying.ok
+    found = cell(retrying, "quota retry-after", FIRST_READ)
+    assert found in retrying.broken
+    assert invariants(found) == {"no_early_retry"}
+    assert "retried at seq 3 after 0s" in found.violations[0].observed
+    assert "call_budget" in invariants(cell(retrying, "quota no header", FIRST_READ))
+    # Its unhandled timeouts break nothing they can be judged on: raised, not broke.
+    timeout = cell(retrying, "timeout", FIRST_READ)
+    assert timeout.status == "raised"
+    assert timeout.detail.startswith("TransientError: injected timeout")
+
+
+def test_dropping_finished_work_breaks_partial_work() -> None:
+    matrix = rehearse(f"{ENTRY}:drops_partial_work", GOLDEN)
+    assert not matrix.ok
+    found = cell(matrix, "quota no header", FIRST_READ)
+    assert found.status == "broke"
+    assert [(v.invariant, v.op) for v in found.violations] == [("partial_work", "plan")]
+
+
+def test_a_loop_that_dies_on_quota_loses_its_work_and_breaks() -> None:
+    # unbounded_backoff catches only transient errors: the quota error escapes, and with
+    # it every finished step.
+    matrix = rehearse(f"{ENTRY}:unbounded_backoff", GOLDEN)
+    found = cell(matrix, "quota no header", FIRST_READ)
+    assert found.status == "broke"
+    assert found.detail.startswith("QuotaExhausted: injected quota fault")
+    assert invariants(found) == {"partial_work"}
+    assert cell(matrix, "quota no header", 1).status == "raised"  # nothing finished yet
+    assert cell(matrix, "transient 503", FIRST_READ).status == "held"
+
+
+# -- processes, progress and determinism -------------------------------------------------
+
+
+def test_two_processes_give_the_same_matrix_as_one(retrying: Matrix) -> None:
+    seen: list[tuple[int, int]] = []
+    parallel = rehearse(
+        f"{ENTRY}:retry_on_quota", GOLDEN, jobs=2, progress=lambda *a: seen.append(a)
+    )
+    assert matrix_json(parallel) == matrix_json(retrying)
+    assert parallel == retrying
+    total = len(retrying.cells)
+    assert seen[-1] == (total, total)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert {t for _, t in seen} == {total}
+
+
+def test_progress_reaches_the_total_on_one_process() -> None:
+    seen: list[tuple[int, int]] = []
+    matrix = rehearse(f"{ENTRY}:good", GOLDEN, progress=lambda *a: seen.append(a))
+    total = len(matrix.cells)
+    assert seen == [(n, total) for n in range(1, total + 1)]
+
+
+def test_the_same_inputs_give_the_same_matrix(good: Matrix) -> None:
+    assert rehearse(f"{ENTRY}:good", GOLDEN) == good
+
+
+def test_several_processes_need_an_importable_entrypoint() -> None:
+    def entry(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+        return Workshop(deck).run(fd.Policy(), clock=clock)
+
+    with pytest.raises(fd.ConfigError, match="pass the entrypoint as 'module:function'"):
+        rehearse(entry, GOLDEN, jobs=2)
+    with pytest.raises(fd.ConfigError, match="jobs must be an integer >= 1"):
+        rehearse(f"{ENTRY}:good", GOLDEN, jobs=0)
+
+
+# -- named plans ------------------------------------------------------------------------------
+
+
+def test_named_plans_give_one_whole_run_cell_each() -> None:
+    plans = {
+        "quota on the first read": fd.FaultPlan([faults.quota().on(kind="tool", nth=1)]),
+        "crash at the patch": fd.FaultPlan([faults.crash().on(kind="tool", name="write_patch")]),
+    }
+    matrix = rehearse(f"{ENTRY}:good", GOLDEN, plans)
+    assert matrix.rows == (REPLAY_ROW, *plans)
+    planned = [c for c in matrix.cells if c.label in plans]
+    assert [(c.label, c.seq, c.status) for c in planned] == [
+        ("quota on the first read", None, "held"),
+        ("crash at the patch", None, "killed"),
+    ]
+    assert planned[0].detail == "plan ok, read stopped(quota)"
+    assert planned[1].detail.startswith("killed at seq 5;")
+    assert matrix.ok
+
+
+def test_plans_travel_to_worker_processes_intact() -> None:
+    plans = {
+        "sequence": fd.FaultPlan.sequence(
+            [None, faults.timeout(), None, None, faults.transient(529)]
+        ),
+        "coin": fd.FaultPlan([faults.quota(retry_after=1.5).random(p=0.5, seed=3)], seed=9),
+    }
+    alone = rehearse(f"{ENTRY}:good", GOLDEN, plans)
+    assert [c.detail for c in alone.cells[1:]] == [
+        "plan ok, read ok x2, patch ok x2",
+        "plan stopped(quota) x2",  # the draws for seed 3 land on seq 1 and 2
+    ]
+    assert rehearse(f"{ENTRY}:good", GOLDEN, plans, jobs=2) == alone
+
+
+def test_bad_plans_are_refused() -> None:
+    with pytest.raises(fd.ConfigError, match="no fault plans given"):
+        rehearse(f"{ENTRY}:good", GOLDEN, {})
+    with pytest.raises(fd.ConfigError, match="expected a FaultPlan"):
+        rehearse(f"{ENTRY}:good", GOLDEN, {"x": [faults.crash()]})  # type: ignore[dict-item]
+    with pytest.raises(fd.ConfigError, match="taken by the clean replay"):
+        rehearse(f"{ENTRY}:good", GOLDEN, {REPLAY_ROW: fd.FaultPlan([faults.crash()])})
+
+
+class ForgetsAfterACrash:
+    """A loop that, restarted after a crash, skips planning: it does not finish the same."""
+
+    def __init__(self) -> None:
+        self.crashed = False
+
+    def __call__(self, deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+        workshop = Workshop(deck)
+        ops = ("read", "patch") if self.crashed else OPS
+        try:
+            return fd.run_steps(workshop.step, ops, fd.Policy(), clock=clock)
+        except fd.ProcessKilled:
+            self.crashed = True
+            raise
+
+
+def test_a_restart_that_does_not_finish_as_the_clean_run_breaks() -> None:
+    plan = fd.FaultPlan([faults.crash().on(kind="tool", name="read_file", nth=1)])
+    matrix = rehearse(ForgetsAfterACrash(), GOLDEN, {"crash at the read": plan})
+    found = cell(matrix, "crash at the read", None)
+    assert found.status == "broke"
+    assert found.detail.startswith("killed at seq 2; a fresh replay then broke")
+    assert [(v.invariant, v.op) for v in found.violations] == [("replay_determinism", "plan")]
+    assert "read ok instead of plan ok" in found.violations[0].observed
+
+
+def swallows_everything(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+    # ReplayMiss is a BaseException so that `except Exception` cannot hide it; a loop that
+    # catches BaseException still can, and the deck's log still shows the miss.
+    try:
+        return falls_back(deck, clock)
+    except BaseException:
+        return []
+
+
+def test_a_miss_the_loop_swallowed_is_still_a_miss() -> None:
+    plan = fd.FaultPlan([faults.timeout().at(seq=3)])
+    matrix = rehearse(swallows_everything, GOLDEN, {"timeout": plan})
+    found = cell(matrix, "timeout", None)
+    assert found.status == "miss"
+    assert found.detail == "replay miss at seq 4: tool search_web (the loop caught it)"
+
+
+def unrecorded(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+    deck.call("tool", "not_recorded", {}, lambda: None)
+    return []
+
+
+def returns_nothing(deck: fd.Deck, clock: fd.VirtualClock) -> None:
+    Workshop(deck).run(fd.Policy(), clock=clock)
+
+
+def test_a_cassette_the_entrypoint_does_not_replay_is_a_config_error() -> None:
+    with pytest.raises(fd.ConfigError) as caught:
+        rehearse(unrecorded, GOLDEN)
+    message = str(caught.value)
+    assert message.startswith(f"the clean replay of {GOLDEN} with {__name__}:unrecorded ")
+    assert "does not replay: replay miss at seq 1" in message
+    assert message.endswith("; re-record the cassette")
+    assert "\n" not in message
+    with pytest.raises(fd.ConfigError, match=r"returned None; it must return the loop's outcomes"):
+        rehearse(returns_nothing, GOLDEN)  # type: ignore[arg-type]
+    with pytest.raises(fd.CassetteNotFound):
+        rehearse(f"{ENTRY}:good", ROOT / "no-such.jsonl")
+
+
+# -- entrypoints --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (ENTRY, f"entrypoint '{ENTRY}' must look like 'package.module:function'"),
+        (":good", "entrypoint ':good' must look like 'package.module:function'"),
+        (f"{ENTRY}:", f"entrypoint '{ENTRY}:' must look like 'package.module:function'"),
+        ("a b:c", "entrypoint 'a b:c' must look like 'package.module:function'"),
+        (
+            "no_such_package_x.mod:fn",
+            "entrypoint: cannot import 'no_such_package_x.mod' (ModuleNotFoundError: "
+            "No module named 'no_such_package_x'); "
+            "put the folder that holds it on PYTHONPATH, or install it",
+        ),
+        (f"{ENTRY}:nope", f"entrypoint: '{ENTRY}' has no 'nope'; write 'package.module:function'"),
+        (f"{ENTRY}:POLICY", f"'{ENTRY}:POLICY' is not callable; name a function"),
+    ],
+)
+def test_a_bad_entrypoint_says_what_to_write(spec: str, message: str) -> None:
+    with pytest.raises(fd.ConfigError) as caught:
+        rehearse(spec, GOLDEN)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_an_entrypoint_loads_by_name() -> None:
+    from examples.workshop import rehearsal
+
+    assert load_attr(f"{ENTRY}:good", what="entrypoint", kind="function") is rehearsal.good
+    backoff = load_attr(f"{ENTRY}:POLICY.backoff", what="entrypoint", kind="function")
+    assert backoff == rehearsal.POLICY.backoff  # a dotted name works too
+
+
+def test_the_workshop_entrypoints_import_from_the_repository_root() -> None:
+    code = (
+        "import examples.workshop.rehearsal as r, faultdeck as fd; "
+        "assert isinstance(r.POLICY, fd.Policy); "
+        "print(sorted(n for n in ('good', 'retry_on_quota', 'unbounded_backoff', "
+        "'drops_partial_work', 'coin_flip_retry') if callable(getattr(r, n))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("'") == 10
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def test_matrix_json_is_json_and_keeps_every_cell(retrying: Matrix) -> None:
+    data = matrix_json(retrying)
+    again = json.loads(json.dumps(data))
+    assert again == data
+    assert set(data) == {
+        "cassette",
+        "entrypoint",
+        "ok",
+        "positions",
+        "rows",
+        "counts",
+        "cells",
+        "baseline",
+    }
+    assert data["ok"] is False
+    assert data["entrypoint"] == f"{ENTRY}:retry_on_quota"
+    assert data["positions"][1] == {"seq": 2, "call": "tool read_file"}
+    assert sum(data["counts"].values()) == len(data["cells"]) == len(retrying.cells)
+    assert data["counts"]["broke"] == len(retrying.broken)
+    broke = next(c for c in data["cells"] if c["label"] == "quota retry-after" and c["seq"] == 2)
+    assert broke["status"] == "broke"
+    assert broke["call"] == "tool read_file"
+    assert broke["violations"][0]["invariant"] == "no_early_retry"
+    assert broke["violations"][0]["op"] == "read"
+    assert broke["outcomes"][1]["op"] == "read"
+    assert data["baseline"][2]["value"] == {"path": "agent/loop.py", "applied": True, "lines": 2}
+
+
+def test_matrix_json_gives_a_repr_for_values_that_are_not_json() -> None:
+    outcome = fd.Outcome(op=("read", 1), status="ok", value={1, 2})
+    matrix = Matrix("c.jsonl", "m:f", (), (REPLAY_ROW,), (), (outcome,))
+    data = matrix_json(matrix)
+    json.dumps(data)
+    assert data["baseline"][0]["op"] == ["read", 1]  # as a JSON reader gets it
+    assert data["baseline"][0]["value"] == "{1, 2}"
+
+
+def test_matrix_summary_names_every_broken_cell_and_its_violations(retrying: Matrix) -> None:
+    lines = matrix_summary(retrying)
+    counts = matrix_json(retrying)["counts"]
+    assert lines[0] == (
+        f"{len(retrying.cells)} cells: {counts['held']} held, {counts['broke']} broke, "
+        f"{counts['miss']} miss, {counts['raised']} raised, {counts['killed']} killed"
+    )
+    text = "\n".join(lines)
+    calls = dict(CLEAN_CALLS)
+    for broken in retrying.broken:
+        assert broken.seq is not None
+        assert f"✗ {broken.label} at seq {broken.seq} ({calls[broken.seq]}):" in lines
+        for violation in broken.violations:
+            assert f"    {violation}" in lines
+    assert "✗ quota retry-after at seq 2 (tool read_file):" in lines
+    assert "! timeout at seq 2 (tool read_file): TransientError" in text
+    missing = rehearse(falls_back, GOLDEN)
+    summary = matrix_summary(missing)
+    assert summary[-1].startswith(f"~ {matrix_json(missing)['counts']['miss']} off the recorded")
+    assert "timeout at seq 2" in summary[-1]
+
+
+def test_matrix_summary_of_a_clean_matrix_has_no_broken_lines(good: Matrix) -> None:
+    lines = matrix_summary(good)
+    assert not any(line.startswith(SYMBOLS["broke"]) for line in lines)
+
+
+def test_matrix_table_has_a_row_per_fault_and_a_column_per_call(retrying: Matrix) -> None:
+    # The retrying loop under the fallback: every status appears at least once.
+    retrying = rehearse(falls_back_and_retries_quota, GOLDEN)
+    table = matrix_table(retrying)
+    assert table.row_count == len(retrying.rows)
+    assert len(table.columns) == 2 + len(CLEAN_CALLS)  # label, whole run, positions
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None).print(table)
+    rendered = out.getvalue()
+    for label in retrying.rows:
+        assert label in rendered
+    assert "read_file" in rendered
+    assert "write_patch" in rendered
+    for status in ("held", "broke", "miss", "raised", "killed"):
+        assert SYMBOLS[status] in rendered
+
+
+def falls_back_and_retries_quota(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+    """Both bugs at once: a fallback the cassette lacks, and quota retried at once."""
+    from examples.workshop import broken
+
+    workshop = Workshop(deck)
+
+    def step(op: str) -> object:
+        try:
+            return workshop.step(op)
+        except fd.TransientError as exc:
+            if exc.code == "timeout":
+                return deck.call("tool", "search_web", {"q": op}, lambda: None)
+            raise
+
+    return broken.retry_on_quota(step, OPS, fd.Policy(), clock=clock, repair=workshop.repair)

@@ -1,0 +1,18 @@
+"""Stand-ins for the live side of a boundary call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def never() -> Any:
+    """A live call that must not run: the recording (or the mode) should answer first."""
+    raise AssertionError("a live call ran where the recording should answer")
+
+
+def returns(value: T) -> Callable[[], T]:
+    """A live call that returns ``value`` (a lambda with a default argument, typed)."""
+    return lambda: value

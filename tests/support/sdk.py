@@ -1,0 +1,108 @@
+"""The real SDKs wired through a deck: clients whose HTTP goes through ``fd.http``
+transports, a guard that fails a replay that tries to reach the network, and the checks a
+clean offline replay passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+import faultdeck as fd
+from faultdeck.http import AsyncTransport, Transport
+
+OPENAI_MODEL = "gpt-fake"
+ANTHROPIC_MODEL = "claude-fake"
+OPENAI_KEY = "sk-proj-TestKeyForFaultdeck0123456789"
+ANTHROPIC_KEY = "sk-ant-api03-TestKeyForFaultdeck0123456789"
+QUESTION = "Weather in Paris?"
+
+
+class NetworkGuard:
+    """An inner transport that fails the test if replay ever tries to reach the network."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.closed = False
+
+    def handle_request(self, request: Any) -> Any:
+        self.calls += 1
+        raise AssertionError("replay opened the network")
+
+    async def handle_async_request(self, request: Any) -> Any:
+        self.calls += 1
+        raise AssertionError("replay opened the network")
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def assert_dead(url: str) -> None:
+    """The upstream really is gone: a direct connection is refused."""
+    with httpx2.Client() as client, pytest.raises(httpx2.ConnectError):
+        client.get(f"{url}/health")
+
+
+def assert_clean_replay(report: fd.Report, recorded: int) -> None:
+    assert report.mode == "replay"
+    assert report.entries == recorded
+    assert report.used == recorded
+    assert report.live == 0
+    assert report.misses == ()
+    assert report.unused == ()
+    assert report.repeats == ()
+    assert report.ok
+
+
+def sync_client(deck: fd.Deck, inner: Any) -> httpx2.Client:
+    return httpx2.Client(transport=Transport(deck, httpx=httpx2, transport=inner))
+
+
+def async_client(deck: fd.Deck, inner: Any) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=AsyncTransport(deck, httpx=httpx2, transport=inner))
+
+
+def openai_sync(url: str, deck: fd.Deck, inner: Any) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=f"{url}/v1",
+        api_key=OPENAI_KEY,
+        max_retries=0,
+        _strict_response_validation=True,
+        http_client=sync_client(deck, inner),
+    )
+
+
+def openai_async(url: str, deck: fd.Deck, inner: Any) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        base_url=f"{url}/v1",
+        api_key=OPENAI_KEY,
+        max_retries=0,
+        _strict_response_validation=True,
+        http_client=async_client(deck, inner),
+    )
+
+
+def anthropic_sync(url: str, deck: fd.Deck, inner: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        base_url=url,
+        api_key=ANTHROPIC_KEY,
+        max_retries=0,
+        _strict_response_validation=True,
+        http_client=sync_client(deck, inner),
+    )
+
+
+def anthropic_async(url: str, deck: fd.Deck, inner: Any) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        base_url=url,
+        api_key=ANTHROPIC_KEY,
+        max_retries=0,
+        _strict_response_validation=True,
+        http_client=async_client(deck, inner),
+    )
