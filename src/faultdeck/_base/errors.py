@@ -33,6 +33,9 @@ Warning
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Any
 
 
@@ -246,3 +249,15 @@ class HarnessChanged(FaultdeckWarning):
 
 class CassetteWarning(FaultdeckWarning):
     """A cassette is usable but not whole: an interrupted run or a skipped truncated line."""
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def warn(message: str, category: type[FaultdeckWarning]) -> None:
+    """Warn, attributed to the first caller outside faultdeck (whichever path led here:
+    ``with Deck(...)``, the first ``deck.call``, a tool, the HTTP transport, ``fd.load``)."""
+    level, frame = 2, sys._getframe(1)  # level 2 is the frame that called warn()
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)

@@ -10,7 +10,6 @@ Every reader error names the file, the line and what to do.
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from .._base.errors import (
     CassetteNotFound,
     CassetteVersionError,
     CassetteWarning,
+    warn,
 )
 from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording
 from .lines import RESTORE as _RESTORE
@@ -79,11 +79,10 @@ def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one
             truncated = len(lines)
             valid_bytes = len(data) - len(lines[-1])
             lines.pop()
-            warnings.warn(
+            warn(
                 f"{path}:{truncated}: truncated last line skipped (a crash mid-write); "
                 "the calls before it are intact",
                 CassetteWarning,
-                stacklevel=3,
             )
     if not lines:
         raise CassetteCorrupt(path, 1, "empty file, no header", _RESTORE)

@@ -25,6 +25,8 @@ T = TypeVar("T")
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_UNSHAPED: frozenset[str] = frozenset()
+
 _SECRETISH = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 
@@ -129,19 +131,28 @@ class Calls:
         """
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
-        with self.begin(
-            kind, name, args, schema_version=schema_version, step=step, meta=meta
-        ) as call:
+        run = self._run
+        if not run.opened:
+            self.open()
+        call = run.begin(
+            kind, name, args, schema_version, step, meta, _UNSHAPED
+        )  # begin(), inlined: a hot path
+        # inject() and replay() record how the call ended themselves; only a live run needs
+        # the Call's block to record an exception (kept off the replay path: it is hot).
+        if call.fault is not None:
             call.inject()
-            if call.fault is not None:
-                self.clock.advance(call.delay)
-            if call.recorded is not None:
-                if self._latency == "recorded":
-                    self.clock.advance(_recorded_time(call))
-                return cast(T, call.replay())
-            run = call.runner(fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt)
+            self.clock.advance(call.delay)
+        if call.recorded is not None:
+            if self._latency == "recorded":
+                self.clock.advance(_recorded_time(call))
+            answer: T = call.replay()
+            return answer
+        with call:
+            live = call.runner(
+                fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
+            )
             with idempotency(call.idempotency_key):
-                value = run()
+                value = live()
             call.result(value)
             return cast(T, value)
 
@@ -162,19 +173,26 @@ class Calls:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
-        with self.begin(
-            kind, name, args, schema_version=schema_version, step=step, meta=meta
-        ) as call:
+        run = self._run
+        if not run.opened:
+            self.open()
+        call = run.begin(
+            kind, name, args, schema_version, step, meta, _UNSHAPED
+        )  # begin(), inlined: a hot path
+        if call.fault is not None:
             call.inject()
-            if call.fault is not None:
-                await self.clock.aadvance(call.delay)
-            if call.recorded is not None:
-                if self._latency == "recorded":
-                    await self.clock.aadvance(_recorded_time(call))
-                return cast(T, call.replay())
-            run = call.runner(fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt)
+            await self.clock.aadvance(call.delay)
+        if call.recorded is not None:
+            if self._latency == "recorded":
+                await self.clock.aadvance(_recorded_time(call))
+            answer: T = call.replay()
+            return answer
+        with call:
+            live = call.runner(
+                fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
+            )
             with idempotency(call.idempotency_key):
-                awaitable = run()
+                awaitable = live()
                 value = None if awaitable is None else await awaitable
             call.result(value)
             return cast(T, value)

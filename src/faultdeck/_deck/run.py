@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +30,7 @@ from .._base.errors import (
     ConfigError,
     HarnessChanged,
     ReplayMiss,
+    warn,
 )
 from .._cassette.format import Entry, Intent, Recording
 from .._cassette.lines import RESTORE
@@ -184,25 +184,21 @@ class Run:
         self._recording = recording
         self.index.load(recording.entries)
         self._faulted = any(e.fault is not None for e in recording.entries)
-        # stacklevel: past here and the opener, Deck.open, to Deck.open's caller.
-        level = 5 if self.mode == "replay" else 7
         if recording.interrupted and self.mode != "resume":
-            warnings.warn(
+            warn(
                 f"{recording.path}: the recorded run was interrupted (no end line); "
                 "replaying what it recorded, use mode='resume' to finish it",
                 CassetteWarning,
-                stacklevel=level,
             )
         recorded_sha = recording.header.harness.get("git_sha")
         current_sha = _config.harness(self._root).get("git_sha")
         if recorded_sha and current_sha and recorded_sha != current_sha:
             self._harness_changed = (str(recorded_sha), str(current_sha))
             if self._on_harness_change == "warn":
-                warnings.warn(
+                warn(
                     f"{self.path} was recorded at commit {recorded_sha}, replaying at "
                     f"{current_sha}; misses may come from code changes since",
                     HarnessChanged,
-                    stacklevel=level,
                 )
 
     def close(self, status: str) -> None:

@@ -25,6 +25,7 @@ from .._deck.report import CallRecord
 from .._judge.invariants import Violation, check
 from .._judge.policy import Policy
 from ..faults import FaultPlan
+from ..faults._kinds import kills
 from .matrix import REPLAY_ROW, Cell, Matrix, plan_cells
 
 
@@ -189,10 +190,10 @@ def _judge(
         for v in check((), policy=policy, calls=_calls(report), clock=_slept(report))
         if v.invariant != "partial_work"
     )
-    killed = any(c["fault"] == "crash" for c in report["calls"])
+    killed = any(kills(c["fault"]) for c in report["calls"])
     if found:
         return Cell(label, seq, "broke", found, f"exit {code}")
     if killed:
-        at = next((c["seq"] for c in reversed(report["calls"]) if c["fault"] == "crash"), seq)
+        at = next((c["seq"] for c in reversed(report["calls"]) if kills(c["fault"])), seq)
         return Cell(label, seq, "killed", (), f"killed at seq {at} (exit {code})")
     return Cell(label, seq, "held" if code == 0 else "raised", (), f"exit {code}")

@@ -28,6 +28,7 @@ from .._deck.deck import Deck
 from .._judge.invariants import Violation, check
 from .._judge.policy import Outcome, Policy
 from ..faults import FaultPlan
+from ..faults._kinds import kills
 from .matrix import (
     REPLAY_ROW,
     Cell,
@@ -227,7 +228,7 @@ def _restart(
     baseline: tuple[Outcome, ...],
 ) -> Cell:
     """After a crash, a fresh fault-free run must finish as the clean run did."""
-    at = next((c.seq for c in reversed(killed.deck.calls) if c.fault == "crash"), seq)
+    at = next((c.seq for c in reversed(killed.deck.calls) if kills(c.fault)), seq)
     where = f"killed at seq {at}" if at is not None else "killed"
     again = _play(entry, cassette, None)
     problem = again.problem()

@@ -90,6 +90,7 @@ class FaultKind:
         stream_break: at the HTTP boundary, how it breaks a stream off.
         rehearse: the rows it brings to the full rehearsal matrix: (label, its parameters
             from the judging policy).
+        kills: the process dies at the call; a rehearsal restarts it and judges the restart.
     """
 
     name: str
@@ -104,6 +105,7 @@ class FaultKind:
     events: Callable[[Params, str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     stream_break: Callable[[Params], StreamBreak] | None = None
     rehearse: tuple[tuple[str, Callable[[Judged], dict[str, Any]]], ...] = ()
+    kills: bool = False
 
     @property
     def delays(self) -> bool:
@@ -231,6 +233,7 @@ _KINDS = (
         lambda p: ProcessKilled("injected crash: the process dies at this call"),
         _named("crash"),
         rehearse=(("crash", lambda p: {}),),
+        kills=True,
     ),
     FaultKind(
         "reset",
@@ -263,6 +266,13 @@ _KINDS = (
 
 KINDS: Mapping[str, FaultKind] = {kind.name: kind for kind in _KINDS}
 """Every kind of fault, by name, in the order plans and matrices list them."""
+
+
+def kills(kind: str | None) -> bool:
+    """Whether the fault kind ``kind`` (a call record's ``fault``) kills the process."""
+    found = KINDS.get(kind) if kind is not None else None
+    return found is not None and found.kills
+
 
 FAULT_KINDS = tuple(KINDS)
 """The names of every kind of fault."""
