@@ -36,8 +36,8 @@ test-pythons: $(STAMP)
 	  py=; for c in $$(ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V -r) \
 	      $$(command -v python$$v); do "$$c" -c '' 2>/dev/null && { py=$$c; break; }; done; \
 	  if [ -z "$$py" ]; then \
-	    if [ -n "$$CI" ]; then echo "python$$v not found: CI runs the suite on $(PYTHONS)"; exit 1; fi; \
-	    echo "warning: python$$v not found; the suite ran on $$here only"; continue; \
+	    if [ -n "$$CI" ]; then echo "python$$v not found on PATH or under pyenv: CI runs the suite on $(PYTHONS); install Python $$v"; exit 1; fi; \
+	    echo "warning: python$$v not found on PATH or under pyenv; the suite ran on $$here only (install Python $$v to run it there too)"; continue; \
 	  fi; \
 	  venv=$(VENV)-$$v; \
 	  if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \

@@ -70,3 +70,19 @@ def test_make_test_runs_the_lowest_and_the_highest_python_the_package_claims() -
     makefile = (ROOT / "Makefile").read_text("utf-8")
     (line,) = [line for line in makefile.splitlines() if line.startswith("PYTHONS :=")]
     assert line.split(":=")[1].split() == [claimed[0], claimed[-1]]
+
+
+def test_every_repository_file_the_docs_name_exists() -> None:
+    docs = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    path = re.compile(
+        r"(?<![\w/.])((?:src/)?(?:faultdeck|tests|benchmarks|examples)/[\w/]+\.\w+)(::)?"
+    )
+    missing = []
+    for doc in docs:
+        for match in path.finditer(doc.read_text("utf-8")):
+            if match.group(2):  # a pytest node id in an example, not a file of ours
+                continue
+            named = match.group(1)
+            if not any((ROOT / base / named).exists() for base in ("", "src")):
+                missing.append(f"{doc.relative_to(ROOT)}: {named}")
+    assert missing == []

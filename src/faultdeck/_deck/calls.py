@@ -42,10 +42,6 @@ class Calls:
     _environ: Mapping[str, str]
     _run: Run
 
-    def open(self) -> None:
-        """Load and lock the cassette (``Deck.open``)."""
-        raise NotImplementedError
-
     # -- the seam ----------------------------------------------------------------------------
 
     def begin(
@@ -81,12 +77,7 @@ class Calls:
             ArgumentError: args hold a value that is not JSON, or the kind is not one of
                 the four.
         """
-        run = self._run
-        if not run.opened:
-            # Opened through Deck.open, as by `with`, so that a warning on opening is
-            # attributed (stacklevel) to the same frame on either path.
-            self.open()
-        return run.begin(kind, name, args, schema_version, step, meta, shaped)
+        return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
 
     def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()
         self,
@@ -131,12 +122,8 @@ class Calls:
         """
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
-        run = self._run
-        if not run.opened:
-            self.open()
-        call = run.begin(
-            kind, name, args, schema_version, step, meta, _UNSHAPED
-        )  # begin(), inlined: a hot path
+        # begin() without its keyword arguments: the replay path is hot.
+        call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         # inject() and replay() record how the call ended themselves; only a live run needs
         # the Call's block to record an exception (kept off the replay path: it is hot).
         if call.fault is not None:
@@ -173,12 +160,8 @@ class Calls:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
-        run = self._run
-        if not run.opened:
-            self.open()
-        call = run.begin(
-            kind, name, args, schema_version, step, meta, _UNSHAPED
-        )  # begin(), inlined: a hot path
+        # begin() without its keyword arguments: the replay path is hot.
+        call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         if call.fault is not None:
             call.inject()
             await self.clock.aadvance(call.delay)

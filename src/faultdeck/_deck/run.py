@@ -241,6 +241,8 @@ class Run:
             raise ArgumentError("kind", f"{kind!r} is not one of: {', '.join(KINDS)}")
         if type(name) is not str or not name:
             raise ArgumentError("name", f"{name!r} is not a non-empty string")
+        if not self.opened:
+            self.open()  # the first call opens the deck, as `with` would
         if step is None:
             step = current_step()
         if type(step) is str:
