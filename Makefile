@@ -2,6 +2,10 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two installs into the one .venv: the package with its runtime dependencies (all the demo
+# needs), and the dev toolchain on top (`.[dev]`: pytest, mypy, ruff, the SDKs…). Each stamp
+# is older than pyproject.toml after an edit there, so the next target re-installs.
+RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 # The lowest and the highest Python the package claims (pyproject.toml's classifiers): the
 # suite runs on each, in .venv for the one `$(PY)` is and in .venv-X.Y for the others.
@@ -9,13 +13,20 @@ PYTHONS := 3.11 3.13
 
 .PHONY: demo test test-pythons lint bench clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME)
+
+# `.[dev]` holds the runtime install too, so it stamps both.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(RUNTIME) $(STAMP)
+
+demo: $(RUNTIME)
 	$(BIN)/python -m faultdeck.demo
 
 lint: $(STAMP)

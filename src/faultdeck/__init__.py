@@ -13,7 +13,7 @@ the ones before it (docs/architecture.md)::
       │
     _deck       Deck.begin(kind, name, args) ─► Call: answer from the cassette, apply the
       │         fault, or run live and record; the report; ReplayMiss says what diverged
-    _judge      Policy, run_steps (follows it), check (the invariants)
+    _judge      Policy, run_steps (follows it, SDK errors classified), check (the invariants)
       │
     _diff       two call paths aligned by key, the first divergence
       │
@@ -78,6 +78,7 @@ from ._diff.align import CallPathDiff, Change, Row, diff_recordings
 from ._diff.render import diff_html, diff_json, diff_text
 from ._judge.invariants import INVARIANTS, Violation, check
 from ._judge.policy import Outcome, Policy, run_steps
+from ._judge.sdk_errors import classify_error
 from ._keys.canonical import canonical, make_key
 from ._keys.normalize import NormalizeConfig
 from ._keys.redact import Finding, Redactor
@@ -151,6 +152,7 @@ __all__ = [
     "__version__",
     "canonical",
     "check",
+    "classify_error",
     "current_step",
     "diff_html",
     "diff_json",

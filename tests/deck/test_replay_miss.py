@@ -117,3 +117,17 @@ def test_a_miss_is_not_swallowed_by_except_exception(cassette: Path) -> None:
 
     with fd.Deck(cassette, mode="replay") as deck, pytest.raises(fd.ReplayMiss):
         loop(deck)
+
+
+def test_a_miss_in_a_long_string_shows_the_change(tmp_path: Path) -> None:
+    prompt = "You are a careful agent. " * 20 + "Respect the retry budget. Do not retry."
+    path = tmp_path / "long.jsonl"
+    with fd.Deck(path, mode="record") as deck:
+        deck.call("model", "chat", {"system": prompt}, lambda: "ok")
+    edited = prompt.replace("budget. Do", "budget and do")
+    with fd.Deck(path, mode="replay") as deck, pytest.raises(fd.ReplayMiss) as caught:
+        deck.call("model", "chat", {"system": edited}, lambda: "ok")
+    line = next(x for x in str(caught.value).splitlines() if "args.system" in x)
+    assert "[-" in line
+    assert "{+" in line
+    assert "budget" in line

@@ -23,29 +23,34 @@ from tests.support.children import kill_when_ready, run, script
 
 AGENT = textwrap.dedent(
     """
-    import asyncio, json, os, sys, time
+    import asyncio, json, os, sys, threading, time
     from concurrent.futures import ThreadPoolExecutor
     import faultdeck as fd
 
     mode, cassette, style, block = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     blocked = {int(b) for b in block.split(",") if b}
     deck = fd.Deck(cassette, mode=mode, on_harness_change="ignore")
-    done = []
+
+    def ready_when_written():
+        # READY once every unblocked call's line is on disk, not merely returned.
+        for _ in range(6000):
+            lines = open(cassette).read().count('"out"') if os.path.exists(cassette) else 0
+            if lines == 6 - len(blocked):
+                print("READY", flush=True)
+                return
+            time.sleep(0.01)
+
+    if mode == "record":
+        threading.Thread(target=ready_when_written, daemon=True).start()
 
     def work(i):
         if i in blocked:
             time.sleep(60)  # in flight until the kill
-        done.append(i)
-        if len(done) == 6 - len(blocked):
-            print("READY", flush=True)
         return {"i": i}
 
     async def awork(i):
         if i in blocked:
             await asyncio.sleep(60)
-        done.append(i)
-        if len(done) == 6 - len(blocked):
-            print("READY", flush=True)
         return {"i": i}
 
     with deck:

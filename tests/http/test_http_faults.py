@@ -245,3 +245,19 @@ def test_record_mode_writes_the_injected_429(tmp_path: Path) -> None:
     assert first.value["status"] == 429
     assert first.value["headers"]["retry-after-ms"] == "10"
     assert second.value["status"] == 200
+
+
+def test_a_stream_is_marked_streamed_live_and_replayed(
+    tmp_path: Path, cassettes: dict[str, Path]
+) -> None:
+    with Upstream() as upstream:
+        with fd.Deck(tmp_path / "live.jsonl", mode="record", clock=fd.SystemClock()) as deck:
+            with openai_client(deck, upstream.url, KEY_A) as client:
+                read_stream(client)
+                client.chat.completions.create(model="gpt-x", messages=ASK)
+    assert [c.streamed for c in deck.calls] == [True, False]
+    again, _ = replay(tmp_path / "live.jsonl", [])
+    with again, openai_client(again, DEAD) as client:
+        read_stream(client)
+        client.chat.completions.create(model="gpt-x", messages=ASK)
+    assert [c.streamed for c in again.calls] == [True, False]

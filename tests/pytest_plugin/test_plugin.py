@@ -246,8 +246,8 @@ def test_with_ci_set_a_miss_fails_with_the_command_to_re_record(
     result.stdout.fnmatch_lines(
         [
             "*ReplayMiss: replay miss at seq 1: tool brand_new*",
-            "*with CI set a miss never records; re-record this test locally:",
-            "*pytest test_ci.py::test_new_call --faultdeck-mode=record",
+            "*re-record with pytest test_ci.py::test_new_call --faultdeck-mode=record "
+            "(locally: with CI set a test never records)*",
         ]
     )
     monkeypatch.delenv("CI")
@@ -260,8 +260,10 @@ def test_with_ci_set_once_never_records_a_missing_cassette(
     pytester.makepyfile(test_ci=MISSING.format(mode="once"))
     monkeypatch.setenv("CI", "1")
     result = pytester.runpytest()
-    result.assert_outcomes(errors=1)  # the deck cannot be set up: the test cannot run
-    result.stdout.fnmatch_lines(["*does not exist, and with CI set a test never records*"])
+    result.assert_outcomes(failed=1)  # a test not recorded yet fails; it never records in CI
+    result.stdout.fnmatch_lines(
+        ["*no such cassette; record it first with *(locally: with CI set a test never records)"]
+    )
     assert not (pytester.path / "cassettes").exists()
 
 

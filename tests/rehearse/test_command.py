@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -78,5 +79,65 @@ def test_the_cli_matrix_restarts_a_crash_on_the_command_path(tmp_path: Path) -> 
         ],
         env=child_env(),
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "a fresh run then finished as the clean run did" in done.stdout
+    data = json.loads(done.stdout)
+    crashes = [c for c in data["cells"] if c["label"] == "crash"]
+    assert [c["status"] for c in crashes] == ["killed"] * 3
+    assert all("a fresh run then finished as the clean run did" in c["detail"] for c in crashes)
+    # The program lets every fault that raises out: each of those is a finding, so exit 1.
+    statuses = {c["label"]: c["status"] for c in data["cells"] if c["seq"] == 1}
+    assert statuses.pop("crash") == "killed"
+    assert statuses.pop("latency") == "held"  # a slow call is no error
+    assert set(statuses.values()) == {"raised"}
+    assert data["ok"] is False
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
+def test_a_raised_cell_shows_the_exception_line(tmp_path: Path) -> None:
+    command, cassette = recorded(tmp_path, forgets=False)
+    plan = fd.FaultPlan([faults.quota(code="insufficient_quota").at(seq=2)])
+    matrix = fd.rehearse_command(command, cassette, {"quota": plan})
+    (cell,) = [c for c in matrix.cells if c.label == "quota"]
+    assert cell.status == "raised"
+    assert cell.detail == (
+        "exit 1: faultdeck._base.errors.QuotaExhausted: injected quota fault: "
+        "insufficient_quota, no Retry-After"
+    )
+    assert not matrix.ok
+
+
+ENV_PROGRAM = """
+import faultdeck as fd
+
+deck = fd.Deck.from_env()
+with deck:
+    deck.env("HOME")
+    for n in range(2):
+        try:
+            deck.call("tool", "fetch", {"n": n}, lambda: n)
+        except fd.QuotaExhausted:
+            break  # stop at once, keeping what is done
+        except fd.TransientError:
+            deck.call("tool", "fetch", {"n": n}, lambda: n)  # one retry
+"""
+
+
+def test_faults_run_only_where_they_can_happen(tmp_path: Path) -> None:
+    program = tmp_path / "env.py"
+    program.write_text(ENV_PROGRAM, "utf-8")
+    command = [sys.executable, str(program)]
+    cassette = tmp_path / "env.jsonl"
+    done = run([sys.executable, "-m", "faultdeck", "record", str(cassette), "--", *command])
+    assert done.returncode == 0, done.stderr
+    matrix = fd.rehearse_command(command, cassette)
+    assert matrix.positions == ((1, "env HOME"), (2, "tool fetch"), (3, "tool fetch"))
+    at_env = [(c.label, c.status) for c in matrix.cells if c.seq == 1]
+    assert at_env == [("crash", "killed")]  # no provider sends a quota error to an env read
+    ran = {c.label for c in matrix.cells if c.seq == 2}
+    assert ran == set(fd.FAULT_MENU) - {
+        "bad tool call",
+        "slow first token",
+        "stream cut",
+        "malformed stream",
+    }
+    assert [c for c in matrix.cells if c.status not in ("held", "killed")] == []
+    assert matrix.ok

@@ -24,8 +24,8 @@ from faultdeck import (
     rehearse,
 )
 from faultdeck._base.loading import load_attr
-from faultdeck._rehearse.render import SYMBOLS
-from faultdeck.workshop import OPS, Workshop
+from faultdeck._rehearse.render import LEGEND, NOT_APPLICABLE, SYMBOLS, not_applicable
+from faultdeck.workshop import OPS, POLICY, Workshop
 from tests.support import GOLDEN, ROOT
 
 ENTRY = "examples.workshop.rehearsal"
@@ -72,15 +72,22 @@ def invariants(found: Cell) -> set[str]:
 # -- the full matrix ----------------------------------------------------------------------
 
 
-def test_the_good_loop_holds_everywhere_the_cassette_can_judge(good: Matrix) -> None:
+def applicable(policy: fd.Policy = POLICY) -> list[tuple[str, int]]:
+    """Each menu row at each clean call its kind applies to (nothing in it streams)."""
+    return [
+        (label, seq)
+        for label, make in FAULT_MENU.items()
+        for seq, call in CLEAN_CALLS
+        if call.split()[0] in make(policy).spec.applies_to and not make(policy).spec.needs_stream
+    ]
+
+
+def test_the_good_loop_holds_everything_that_applies(good: Matrix) -> None:
     assert good.positions == CLEAN_CALLS
     assert good.rows == (REPLAY_ROW, *FAULT_MENU)
-    assert len(good.cells) == 1 + len(FAULT_MENU) * len(CLEAN_CALLS)
-    assert [(c.label, c.seq) for c in good.cells[1:]] == [
-        (label, seq) for label in FAULT_MENU for seq, _ in CLEAN_CALLS
-    ]
-    assert {c.status for c in good.cells} <= {"held", "miss", "killed"}
-    assert good.broken == ()
+    assert [(c.label, c.seq) for c in good.cells[1:]] == applicable()
+    assert {c.status for c in good.cells} == {"held", "killed"}
+    assert good.findings == ()
     assert good.ok
     assert [(o.op, o.status) for o in good.baseline] == [(op, "ok") for op in OPS]
     replay = good.cells[0]
@@ -129,12 +136,15 @@ def test_a_retry_gets_the_recorded_answer_again(good: Matrix) -> None:
     assert found.outcomes[1].attempts == 2
 
 
-def test_a_path_the_cassette_never_recorded_is_a_miss_not_a_verdict() -> None:
+def test_a_path_the_cassette_never_recorded_is_a_miss_and_a_finding() -> None:
     matrix = rehearse(falls_back, GOLDEN, {"timeout": fd.FaultPlan([faults.timeout().at(seq=3)])})
     found = cell(matrix, "timeout", None)
     assert found.status == "miss"
     assert found.detail.startswith("replay miss at seq 4: tool search_web")
     assert found.violations == ()
+    assert matrix.broken == ()
+    assert matrix.findings == (found,)
+    assert not matrix.ok
 
 
 def test_the_menu_is_built_from_the_judging_policy() -> None:
@@ -149,6 +159,8 @@ def test_the_menu_is_built_from_the_judging_policy() -> None:
 
 def test_retrying_quota_at_once_breaks_no_early_retry(retrying: Matrix) -> None:
     assert not retrying.ok
+    assert all(c in retrying.findings for c in retrying.broken)
+    assert len(retrying.findings) > len(retrying.broken)  # its unhandled timeouts raise
     found = cell(retrying, "quota retry-after", FIRST_READ)
     assert found in retrying.broken
     assert invariants(found) == {"no_early_retry"}
@@ -176,7 +188,9 @@ def test_a_loop_that_dies_on_quota_loses_its_work_and_breaks() -> None:
     assert found.status == "broke"
     assert found.detail.startswith("QuotaExhausted: injected quota fault")
     assert invariants(found) == {"partial_work"}
-    assert cell(matrix, "quota no header", 1).status == "raised"  # nothing finished yet
+    raised = cell(matrix, "quota no header", 1)
+    assert raised.status == "raised"  # nothing finished yet
+    assert raised in matrix.findings
     assert cell(matrix, "transient 503", FIRST_READ).status == "held"
 
 
@@ -390,9 +404,14 @@ def test_matrix_json_is_json_and_keeps_every_cell(retrying: Matrix) -> None:
         "positions",
         "rows",
         "counts",
+        "not_applicable",
         "cells",
         "baseline",
     }
+    assert {"label": "bad tool call", "seq": FIRST_READ} in data["not_applicable"]
+    assert {"label": "stream cut", "seq": 1} in data["not_applicable"]
+    ran = {(c["label"], c["seq"]) for c in data["cells"]}
+    assert not ran & {(n["label"], n["seq"]) for n in data["not_applicable"]}
     assert data["ok"] is False
     assert data["entrypoint"] == f"{ENTRY}:retry_on_quota"
     assert data["positions"][1] == {"seq": 2, "call": "tool read_file"}
@@ -419,9 +438,12 @@ def test_matrix_json_gives_a_repr_for_values_that_are_not_json() -> None:
 def test_matrix_summary_names_every_broken_cell_and_its_violations(retrying: Matrix) -> None:
     lines = matrix_summary(retrying)
     counts = matrix_json(retrying)["counts"]
+    skipped = len(not_applicable(retrying))
+    assert skipped == len(FAULT_MENU) * len(CLEAN_CALLS) - len(applicable())
     assert lines[0] == (
         f"{len(retrying.cells)} cells: {counts['held']} held, {counts['broke']} broke, "
-        f"{counts['miss']} miss, {counts['raised']} raised, {counts['killed']} killed"
+        f"{counts['miss']} miss, {counts['raised']} raised, {counts['killed']} killed "
+        f"({skipped} not applicable, not run)"
     )
     text = "\n".join(lines)
     calls = dict(CLEAN_CALLS)
@@ -458,6 +480,12 @@ def test_matrix_table_has_a_row_per_fault_and_a_column_per_call(retrying: Matrix
     assert "write_patch" in rendered
     for status in ("held", "broke", "miss", "raised", "killed"):
         assert SYMBOLS[status] in rendered
+    stream_cut = next(line for line in rendered.splitlines() if "stream cut" in line)
+    assert stream_cut.count(NOT_APPLICABLE) == len(CLEAN_CALLS)
+    bad_call = next(line for line in rendered.splitlines() if "bad tool call" in line)
+    assert bad_call.count(NOT_APPLICABLE) == 3  # the tool calls: only a model call has one
+    assert NOT_APPLICABLE not in next(line for line in rendered.splitlines() if REPLAY_ROW in line)
+    assert f"{NOT_APPLICABLE} does not apply" in LEGEND
 
 
 def falls_back_and_retries_quota(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:

@@ -254,10 +254,15 @@ class CassetteWarning(FaultdeckWarning):
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+def in_faultdeck(filename: str) -> bool:
+    """Whether ``filename`` is one of faultdeck's own modules (a frame to hide from users)."""
+    return filename.startswith(_PACKAGE)
+
+
 def warn(message: str, category: type[FaultdeckWarning]) -> None:
     """Warn, attributed to the first caller outside faultdeck (whichever path led here:
     ``with Deck(...)``, the first ``deck.call``, a tool, the HTTP transport, ``fd.load``)."""
     level, frame = 2, sys._getframe(1)  # level 2 is the frame that called warn()
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and in_faultdeck(frame.f_code.co_filename):
         level, frame = level + 1, frame.f_back  # type: ignore[assignment]
     warnings.warn(message, category, stacklevel=level)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from .._base import terms
 from .._base.errors import (
     CassetteCorrupt,
     CassetteError,
@@ -53,7 +54,10 @@ def load(path: str | os.PathLike[str]) -> Recording:
         data = Path(name).read_bytes()
     except FileNotFoundError:
         raise CassetteNotFound(
-            name, None, "no such cassette", "record it first with mode='record'"
+            name,
+            None,
+            "no such cassette",
+            f"record it first with {terms.current().about(name).record}",
         ) from None
     except IsADirectoryError:
         raise CassetteNotFound(
@@ -62,6 +66,14 @@ def load(path: str | os.PathLike[str]) -> Recording:
     except OSError as exc:
         raise CassetteError(name, None, f"cannot be read ({exc.strerror})", "check it") from None
     return parse(data, name)
+
+
+def interrupted_warning(path: str) -> str:
+    """The warning of a replay of a run that was interrupted."""
+    return (
+        f"{path}: the recorded run was interrupted (no end line); replaying what it "
+        f"recorded; finish it with {terms.current().about(path).resume}"
+    )
 
 
 def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one pass over the lines, a branch per line kind; the load path is measured per line

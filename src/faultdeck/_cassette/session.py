@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._base import config as _config
+from .._base import terms
 from .._base.errors import CassetteLocked, CassetteWriteError
 from .format import Entry, Header, Recording
 from .lock import Held, LockFile
@@ -241,10 +242,11 @@ class CassetteSession:
         old = "left as it was" if os.path.exists(self.real) else "not written"
         log.warning(
             "%s: the run did not finish cleanly, so the cassette was %s; the new recording "
-            "is in %s (finish it with mode='resume', or delete it)",
+            "is in %s (finish it with %s, or delete it)",
             self.path,
             old,
             self.working,
+            terms.current().about(self.path).resume,
         )
 
     def release(self) -> None:

@@ -73,6 +73,7 @@ class Answering:
     idempotency_key: str | None = None
     intent: bool = False
     finished: bool = False
+    streamed: bool = False
 
     # -- the traces ----------------------------------------------------------------------------
 
@@ -205,6 +206,7 @@ class Answering:
         partial: bool = False,
     ) -> None:
         """Record a live stream that ended (with ``error`` if it broke off)."""
+        self.streamed = True
         value: dict[str, Any] = {"status": status, "headers": headers, "events": events}
         if error is not None:
             value["error"] = error_to_json(error)

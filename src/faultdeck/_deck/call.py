@@ -269,4 +269,6 @@ def as_record(logged: Logged) -> CallRecord:
         retry_after,
         code,
         partial,
+        # Streamed (live, or as recorded): what a rehearsal reads to place the stream faults.
+        call.streamed or (call.recorded is not None and call.recorded.result == "stream"),
     )

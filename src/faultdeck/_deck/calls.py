@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
+from .._base import terms
 from .._base.clock import Clock
 from .._base.config import ON_IN_DOUBT, Latency, OnInDoubt, check_choice
 from .._base.context import idempotency
@@ -212,7 +213,7 @@ class Calls:
             raise ReplayMiss(
                 f"replay miss at seq {call.seq}: env {name} differs from the recording in "
                 f"{self.path} (recorded {recorded or 'unset'}, now {stored or 'unset'}); "
-                "set it as it was, or re-record",
+                f"set it as it was, or re-record with {terms.current().about(self.path).record}",
                 seq=call.seq,
                 kind="env",
                 name=name,

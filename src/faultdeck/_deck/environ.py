@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import atexit
 import sys
-from collections.abc import Mapping
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 import orjson
 
+from .._base import terms
 from .._base.clock import VirtualClock
 from .._base.config import check_choice
-from .._base.errors import ConfigError
+from .._base.errors import (
+    CassetteWarning,
+    ConfigError,
+    FaultdeckWarning,
+    ReplayMiss,
+    in_faultdeck,
+)
 from ..faults import FaultPlan
 from .report import Report
 
@@ -37,6 +47,10 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
             "FAULTDECK_CASSETTE is not set; set it to the cassette path "
             "(faultdeck record/replay set it for the program they run)"
         )
+    said = terms.from_env(env)
+    if said is not None:  # the command line runs this program: hints name its commands
+        terms.use(said)
+        sys.excepthook = _misses_first(sys.excepthook)
     plan_path = env.get("FAULTDECK_FAULTS")
     if plan_path and "faults" not in kwargs:
         kwargs["faults"] = FaultPlan.load(plan_path)
@@ -48,7 +62,10 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
         kwargs.setdefault("replace", False)
     deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)  # type: ignore[call-arg]
     report_path = env.get("FAULTDECK_REPORT")
-    deck.open()
+    if said is None:
+        deck.open()
+    else:
+        _open_quietly(deck, checked=env.get("FAULTDECK_CASSETTE_CHECKED") == "1")
 
     def finish() -> None:
         # An unhandled exception reached the top: the run ended, but not well.
@@ -59,3 +76,36 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
 
     atexit.register(finish)
     return deck
+
+
+def _misses_first(
+    shows: Callable[[type[BaseException], BaseException, TracebackType | None], Any],
+) -> Callable[[type[BaseException], BaseException, TracebackType | None], None]:
+    """A ``sys.excepthook`` that shows a replay miss without faultdeck's own frames: the
+    program's frames (and its libraries'), then the miss, which says what diverged."""
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if not isinstance(error, ReplayMiss):
+            shows(kind, error, tb)
+            return
+        frames = [f for f in traceback.extract_tb(tb) if not in_faultdeck(f.filename)]
+        lines = ["Traceback (most recent call last; faultdeck's own frames hidden):\n"]
+        lines += traceback.format_list(frames)
+        lines.append(f"faultdeck.ReplayMiss: {error}\n")
+        sys.stderr.write("".join(lines))
+
+    return hook
+
+
+def _open_quietly(deck: _Deck, *, checked: bool) -> None:
+    """Open a deck the command line drives: its warnings are one line each on stderr, as
+    the command's own are, and what the command said of the cassette already is not said
+    again (``checked``: it read the cassette before it ran the program)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FaultdeckWarning)
+        deck.open()
+    for found in caught:
+        if not issubclass(found.category, FaultdeckWarning):
+            warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
+        elif not (checked and issubclass(found.category, CassetteWarning)):
+            print(f"faultdeck: warning: {found.message}", file=sys.stderr)

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
+from .._base import terms
 from .._base.errors import CallInDoubt, ReplayMiss
+from .._base.words import ordinal, plural
 from .._cassette.format import Entry
 from .._keys.fields import field_diff, preview_pair
 
@@ -50,12 +52,12 @@ def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
     lines = [
         f"replay miss at seq {seq}: {kind} {name} (key {key}) has no recorded answer left "
         f"in {cassette}",
-        f"  {agreed} call{_s(agreed)} agreed with the recording before it.",
+        f"  {plural(agreed, 'call')} agreed with the recording before it.",
     ]
     if recorded:
         lines.append(
-            f"  this key was recorded {recorded} time{_s(recorded)} and is now asked a "
-            f"{_ordinal(asked)} time: a retry storm, or a loop that repeats itself"
+            f"  this key was recorded {plural(recorded, 'time')} and is now asked a "
+            f"{ordinal(asked)} time: a retry storm, or a loop that repeats itself"
             + (" (or a call out of its recorded position: match is strict)" if strict else "")
         )
     diff: tuple[tuple[str, Any, Any], ...] = ()
@@ -86,9 +88,10 @@ def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
             f"  nothing named {name} was recorded; recorded {kind} calls: "
             f"{', '.join(names[:10]) or 'none'}"
         )
+    said = terms.current().about(cassette)
     lines.append(
-        "  if the change is intended, re-record (mode='record'), or record only the new calls "
-        "with mode='append'"
+        f"  if the change is intended, re-record with {said.record}, or record only the new "
+        f"calls with {said.append}"
     )
     return ReplayMiss(
         "\n".join(lines),
@@ -154,12 +157,3 @@ def _nearest(
             abs(e.seq - seq),
         ),
     )
-
-
-def _s(n: int) -> str:
-    return "" if n == 1 else "s"
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"

@@ -30,6 +30,8 @@ class CallRecord:
         code: the provider's error code of the error it raised, if any.
         partial: the call failed after part of its output (a stream's first event)
             had reached the loop.
+        streamed: its answer is a stream of events (server-sent events at the HTTP
+            boundary), so the stream faults can happen at it.
     """
 
     seq: int
@@ -46,6 +48,7 @@ class CallRecord:
     retry_after: float | None = None
     code: str | None = None
     partial: bool = False
+    streamed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from .._base.errors import (
 )
 from .._cassette.format import Entry, Intent, Recording
 from .._cassette.lines import RESTORE
-from .._cassette.reader import load
+from .._cassette.reader import interrupted_warning, load
 from .._cassette.session import CassetteSession, make_header
 from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
@@ -185,11 +185,7 @@ class Run:
         self.index.load(recording.entries)
         self._faulted = any(e.fault is not None for e in recording.entries)
         if recording.interrupted and self.mode != "resume":
-            warn(
-                f"{recording.path}: the recorded run was interrupted (no end line); "
-                "replaying what it recorded, use mode='resume' to finish it",
-                CassetteWarning,
-            )
+            warn(interrupted_warning(recording.path), CassetteWarning)
         recorded_sha = recording.header.harness.get("git_sha")
         current_sha = _config.harness(self._root).get("git_sha")
         if recorded_sha and current_sha and recorded_sha != current_sha:

@@ -3,11 +3,12 @@
 Pure: two ``Recording`` objects in, a ``CallPathDiff`` out; ``render`` makes text for
 terminals, a JSON-ready dict for machines and one self-contained HTML page for people.
 
-Each side's calls are put in start order (``seq``, so concurrent runs align by the order
-calls began, not finished) and aligned by ``(kind, name, key)`` with ``difflib``. Between
-equal stretches, calls of the same kind and name are paired in order as "changed" rows with a
-field-level diff; the rest are "removed" (only in A) or "added" (only in B). Ignored fields
-(``ignore=`` plus both headers' ``volatile``) are dropped at any depth before comparing.
+Each side's calls are put in call order (``order``: start order, so concurrent runs align
+by the order calls began, not finished; calls a later ``append`` run added go where it made
+them) and aligned by ``(kind, name, key)`` with ``difflib``. Between equal stretches, calls
+of the same kind and name are paired in order as "changed" rows with a field-level diff;
+the rest are "removed" (only in A) or "added" (only in B). Ignored fields (``ignore=`` plus
+both headers' ``volatile``) are dropped at any depth before comparing.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .._keys.canonical import make_key
 from .._keys.fields import field_diff, preview_pair
 from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
+from .order import Placed, run_order
 
 Op = Literal["same", "changed", "removed", "added"]
 OPS: tuple[Op, ...] = ("same", "changed", "removed", "added")
@@ -58,12 +60,29 @@ class Row:
         a: the call in A (``None`` when added).
         b: the call in B (``None`` when removed).
         changes: what differs, for ``changed`` rows.
+        place_a: where the call in A stands in its run: its seq (``"7"``), or ``"5+1"``
+            for the first call a later ``append`` run added after seq 5; ``""`` when added.
+        place_b: likewise in B.
     """
 
     op: Op
     a: Entry | None
     b: Entry | None
     changes: tuple[Change, ...] = ()
+    place_a: str = ""
+    place_b: str = ""
+
+    def place(self, side: Literal["a", "b"]) -> str:
+        """Where the call on ``side`` stands (``place_a``/``place_b``), its seq when the row
+        was built without places; ``""`` when that side has no call."""
+        entry, place = (self.a, self.place_a) if side == "a" else (self.b, self.place_b)
+        if entry is None:
+            return ""
+        return place or str(entry.seq)
+
+    def appended(self, side: Literal["a", "b"]) -> bool:
+        """Whether the call on ``side`` was added by a later ``append`` run."""
+        return "+" in self.place(side)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +116,13 @@ class CallPathDiff:
         """How many rows of each op, every op present."""
         return {op: sum(1 for row in self.rows if row.op == op) for op in OPS}
 
-    def first_divergence(self) -> str:
-        """One line: where the runs first part and how, or that they agree."""
+    def first_divergence(self, width: int = 40) -> str:
+        """One line: where the runs first part and how, or that they agree.
+
+        Args:
+            width: the longest preview of each side's value; ``0`` names the differing
+                field without its values.
+        """
         if self.first is None:
             n = len(self.rows)
             return f"no divergence: {n} call{plural_s(n)} agree{'s' if n == 1 else ''}"
@@ -107,7 +131,7 @@ class CallPathDiff:
         agreed = self.first
         return (
             f"first divergence at {where(row)} (after {agreed} agreeing call{plural_s(agreed)}): "
-            f"{what(row, 40)}"
+            f"{what(row, width)}"
         )
 
 
@@ -124,10 +148,10 @@ def diff_recordings(
             ``volatile`` lists are added.
     """
     ignored = frozenset(ignore) | frozenset(a.header.volatile) | frozenset(b.header.volatile)
-    # Start order, not file order: concurrent calls finish (and are written) out of seq.
-    side_a = sorted(a.entries, key=lambda e: (e.seq, e.line))
-    side_b = sorted(b.entries, key=lambda e: (e.seq, e.line))
-    pairer = _Pairer(side_a, side_b, ignored, responses)
+    placed_a, placed_b = run_order(a.entries), run_order(b.entries)
+    side_a = [entry for entry, _ in placed_a]
+    side_b = [entry for entry, _ in placed_b]
+    pairer = _Pairer(placed_a, placed_b, ignored, responses)
     matcher = difflib.SequenceMatcher(
         None,
         [_token(e, ignored) for e in side_a],
@@ -149,16 +173,18 @@ def diff_recordings(
 class _Pairer:
     """Turns aligned positions into rows; holds each side's comparable results."""
 
-    __slots__ = ("_a", "_b", "_ignored", "_out_a", "_out_b")
+    __slots__ = ("_a", "_b", "_ignored", "_out_a", "_out_b", "_place_a", "_place_b")
 
     def __init__(
-        self, a: Sequence[Entry], b: Sequence[Entry], ignored: frozenset[str], responses: bool
+        self, a: Sequence[Placed], b: Sequence[Placed], ignored: frozenset[str], responses: bool
     ) -> None:
-        self._a = a
-        self._b = b
+        self._a = [entry for entry, _ in a]
+        self._b = [entry for entry, _ in b]
+        self._place_a = [place for _, place in a]
+        self._place_b = [place for _, place in b]
         self._ignored = ignored
-        self._out_a = _comparable_results(a, ignored) if responses else None
-        self._out_b = _comparable_results(b, ignored) if responses else None
+        self._out_a = _comparable_results(self._a, ignored) if responses else None
+        self._out_b = _comparable_results(self._b, ignored) if responses else None
 
     def pair(self, i: int, j: int) -> Row:
         ea, eb = self._a[i], self._b[j]
@@ -174,7 +200,8 @@ class _Pairer:
                 diff = field_diff(self._out_a[i], self._out_b[j], ea.result)
                 changes.extend(Change(*c) for c in diff)
         # Keys that differ only through ignored fields leave nothing to show: the calls agree.
-        return Row("changed" if changes else "same", ea, eb, tuple(changes))
+        op: Op = "changed" if changes else "same"
+        return Row(op, ea, eb, tuple(changes), self._place_a[i], self._place_b[j])
 
     def replace(self, i1: int, i2: int, j1: int, j2: int) -> list[Row]:
         """Pair A[i1:i2] with B[j1:j2] by kind and name, greedily and in order."""
@@ -190,14 +217,17 @@ class _Pairer:
             while queue and queue[0] < j:
                 queue.popleft()
             if not queue:
-                rows.append(Row("removed", entry, None))
+                rows.append(Row("removed", entry, None, place_a=self._place_a[i]))
                 continue
             k = queue.popleft()
-            rows.extend(Row("added", None, self._b[m]) for m in range(j, k))
+            rows.extend(self._added(m) for m in range(j, k))
             rows.append(self.pair(i, k))
             j = k + 1
-        rows.extend(Row("added", None, self._b[m]) for m in range(j, j2))
+        rows.extend(self._added(m) for m in range(j, j2))
         return rows
+
+    def _added(self, j: int) -> Row:
+        return Row("added", None, self._b[j], place_b=self._place_b[j])
 
 
 def _token(entry: Entry, ignored: frozenset[str]) -> tuple[str, str, str]:
@@ -276,21 +306,36 @@ def either(row: Row) -> Entry:
 
 
 def where(row: Row) -> str:
-    if row.a is not None and row.b is not None:
-        same = row.a.seq == row.b.seq
-        return f"seq {row.a.seq}" if same else f"seq {row.a.seq} of A / {row.b.seq} of B"
-    return f"seq {either(row).seq} of {'A' if row.a is not None else 'B'}"
+    """Where a row stands: ``seq 5``, ``seq 5 of A / 6 of B``, ``seq 5+1 of B``."""
+    a, b = row.place("a"), row.place("b")
+    if a and b:
+        return f"seq {a}" if a == b else f"seq {a} of A / {b} of B"
+    return f"seq {a} of A" if a else f"seq {b} of B"
+
+
+def appended_note(row: Row) -> str:
+    """`` (appended to B at line 12)`` for a call a later ``append`` run added; else ``""``."""
+    sides: tuple[tuple[Literal["a", "b"], Entry | None], ...] = (("a", row.a), ("b", row.b))
+    notes = [
+        f"appended to {side.upper()} at line {entry.line}"
+        for side, entry in sides
+        if entry is not None and row.appended(side)
+    ]
+    return f" ({', '.join(notes)})" if notes else ""
 
 
 def what(row: Row, width: int) -> str:
     entry = either(row)
     call = f"{entry.kind} {entry.name}"
     if row.op == "removed":
-        return f"{call} only in A"
+        return f"{call} only in A{appended_note(row)}"
     if row.op == "added":
-        return f"{call} only in B"
+        return f"{call} only in B{appended_note(row)}"
     c = row.changes[0]
     more = len(row.changes) - 1
     extra = f" (+{more} more field{plural_s(more)})" if more else ""
+    extra += appended_note(row)
+    if width <= 0:
+        return f"{call}: {c.path}{extra}"
     a, b = preview_pair(c.a, c.b, width)
     return f"{call}: {c.path} {a} → {b}{extra}"

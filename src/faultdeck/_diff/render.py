@@ -4,20 +4,21 @@ self-contained HTML page for people."""
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._cassette.format import Entry
-from .._keys.fields import preview, preview_pair
-from .align import OPS, CallPathDiff, Row, either, plural_s
+from .._keys.fields import Cut, common_ends, cut_pair, marked_pair, preview
+from .align import OPS, CallPathDiff, Change, Row, either, plural_s, what, where
 
 _MARK = {"same": " ", "changed": "~", "removed": "-", "added": "+"}
 # Changes listed per changed call in text; JSON and HTML list them all.
 _TEXT_CHANGES = 8
-
-
-def _seq(entry: Entry | None) -> str:
-    return "·" if entry is None else str(entry.seq)
+_INDENT = " " * 14
+# Strings up to this long are shown whole on one line, unmarked: the eye compares them.
+_SHORT = 24
+# The differing middle's room in HTML: a long prompt's whole edit, not the whole prompt.
+_HTML_WINDOW = 1200
 
 
 def _key(row: Row) -> str:
@@ -44,6 +45,10 @@ def diff_text(diff: CallPathDiff, *, context: int = 2, width: int = 100) -> str:
     """The diff for a terminal: a summary, then the differing calls with ``context`` agreeing
     calls around each; longer runs of agreeing calls are folded. No line exceeds ``width``.
 
+    A changed long string is shown on two lines, A's and B's, each a window around the first
+    differing character with the differing middle marked ``[-…-]`` and ``{+…+}``. A call a
+    later ``append`` run added shows its place (``5+1``) in the seq columns.
+
     Args:
         diff: the diff.
         context: agreeing calls shown before and after each differing one.
@@ -57,14 +62,46 @@ def diff_text(diff: CallPathDiff, *, context: int = 2, width: int = 100) -> str:
     ]
     if diff.ignored:
         lines.append("ignored fields: " + ", ".join(diff.ignored))
-    lines.append(diff.first_divergence())
+    lines += _first_lines(diff, width)
     if diff.first is not None:
-        lines += ["", "  seq A seq B  call   (~ changed, - only in A, + only in B)"]
-        lines += _text_rows(diff.rows, context, width)
+        column = max([5] + [len(row.place(side)) for row in diff.rows for side in ("a", "b")])
+        lines += [
+            "",
+            f"  {'seq A':>{column}} {'seq B':>{column}}  call   "
+            "(~ changed, - only in A, + only in B)",
+        ]
+        if any(row.appended(side) for row in diff.rows for side in ("a", "b")):
+            lines.append("  N+k: the k-th call that a later run in append mode added after seq N")
+        lines += _text_rows(diff.rows, context, width, column)
     return "\n".join(_clip(line, width) for line in lines) + "\n"
 
 
-def _text_rows(rows: Sequence[Row], context: int, width: int) -> list[str]:
+def _first_lines(diff: CallPathDiff, width: int) -> list[str]:
+    """The first divergence on one line, its values previewed as wide as the line allows
+    (the rows below show them in full view); on two lines when even the call and the field
+    do not fit on one."""
+    line = _widest(diff.first_divergence, width)
+    if line is not None or diff.first is None:
+        return [line or diff.first_divergence(0)]
+    row = diff.rows[diff.first]
+    agreed = diff.first
+    return [
+        f"first divergence at {where(row)} (after {agreed} agreeing call{plural_s(agreed)}):",
+        _widest(lambda room: "  " + what(row, room), width) or "  " + what(row, 0),
+    ]
+
+
+def _widest(line: Callable[[int], str], width: int) -> str | None:
+    """``line(room)`` with the widest value previews that keep it within ``width``, or
+    without values; ``None`` when neither fits."""
+    for room in (40, 32, 24, 0):
+        text = line(room)
+        if len(text) <= width:
+            return text
+    return None
+
+
+def _text_rows(rows: Sequence[Row], context: int, width: int, column: int) -> list[str]:
     ends = [i for i, row in enumerate(rows) if row.op != "same"]
     shown = {k for i in ends for k in range(i - context, i + context + 1)}
     lines: list[str] = []
@@ -77,21 +114,42 @@ def _text_rows(rows: Sequence[Row], context: int, width: int) -> list[str]:
             lines.append(f"  … {folded} agreeing call{plural_s(folded)}")
             folded = 0
         entry = either(row)
+        place_a, place_b = row.place("a") or "·", row.place("b") or "·"
         lines.append(
-            f"{_MARK[row.op]} {_seq(row.a):>5} {_seq(row.b):>5}  "
+            f"{_MARK[row.op]} {place_a:>{column}} {place_b:>{column}}  "
             f"{entry.kind} {entry.name}  {_key(row)}"
         )
         for c in row.changes[:_TEXT_CHANGES]:
-            # Split what is left of the line between the two values.
-            room = max(12, (width - 16 - len(c.path)) // 2)
-            a, b = preview_pair(c.a, c.b, room)
-            lines.append(f"{'':14}{c.path}: {a} → {b}")
+            lines += _change_lines(c, width)
         if len(row.changes) > _TEXT_CHANGES:
             hidden = len(row.changes) - _TEXT_CHANGES
-            lines.append(f"{'':14}… and {hidden} more differing field{plural_s(hidden)}")
+            lines.append(f"{_INDENT}… and {hidden} more differing field{plural_s(hidden)}")
     if folded:
         lines.append(f"  … {folded} agreeing call{plural_s(folded)}")
     return lines
+
+
+def _change_lines(c: Change, width: int) -> list[str]:
+    """One changed field: ``path: a → b`` when both fit whole on the line; else the path,
+    then each side on its own line, long strings as a window around their first
+    difference with the differing middle marked ``[-…-]`` (A) and ``{+…+}`` (B)."""
+    head = f"{_INDENT}{c.path}:"
+    strings = type(c.a) is str and type(c.b) is str
+    if not strings or max(len(c.a), len(c.b)) <= _SHORT:
+        a, b = preview(c.a, width), preview(c.b, width)
+        if len(head) + len(a) + len(b) + 4 <= width:
+            return [f"{head} {a} → {b}"]
+    room = width - len(_INDENT) - 5  # "  A: "
+    if not strings:
+        return [head, f"{_INDENT}  A: {preview(c.a, room)}", f"{_INDENT}  B: {preview(c.b, room)}"]
+    a, b = marked_pair(c.a, c.b, room)
+    at = common_ends(c.a, c.b)[0] + 1
+    notes = (
+        f" differs at character {at:,} ({len(c.a):,} characters in A, {len(c.b):,} in B)",
+        f" differs at character {at:,}",
+    )
+    head += next((note for note in notes if len(head) + len(note) <= width), "")
+    return [head, f"{_INDENT}  A: {a}", f"{_INDENT}  B: {b}"]
 
 
 def diff_json(diff: CallPathDiff) -> dict[str, Any]:
@@ -100,7 +158,10 @@ def diff_json(diff: CallPathDiff) -> dict[str, Any]:
     Agreeing calls are summarized by ``counts["same"]``; every other row is listed in
     ``rows`` with its ``index`` in the full alignment, so positions can be recovered.
     ``first`` is that same object for the first divergence plus ``agreeing`` (the calls
-    that agreed before it) and ``text`` (``first_divergence()``), or ``None``.
+    that agreed before it) and ``text`` (``first_divergence()``), or ``None``. Each row
+    gives, per side, ``seq_*`` (as written), ``place_*`` (``"5+1"`` for a call a later
+    ``append`` run added, see ``Row.place``), ``appended_*`` and ``line_*`` (its line in
+    the file).
     """
     first: dict[str, Any] | None = None
     if diff.first is not None:
@@ -128,6 +189,12 @@ def _row_json(index: int, row: Row) -> dict[str, Any]:
         "seq_b": None if row.b is None else row.b.seq,
         "kind": entry.kind,
         "name": entry.name,
+        "place_a": row.place("a") or None,
+        "place_b": row.place("b") or None,
+        "appended_a": row.appended("a"),
+        "appended_b": row.appended("b"),
+        "line_a": None if row.a is None else row.a.line,
+        "line_b": None if row.b is None else row.b.line,
         "key_a": None if row.a is None else row.a.key,
         "key_b": None if row.b is None else row.b.key,
         "changes": [{"path": c.path, "a": c.a, "b": c.b} for c in row.changes],
@@ -148,6 +215,8 @@ th { background: #f2f2f2; } tr.same td { color: #555; }
 tr.changed > td { background: #fff8e1; } tr.removed > td { background: #fdecea; }
 tr.added > td { background: #e9f7ef; } tr.is-first > td { outline: 2px solid #e0a100; }
 table.fields td { white-space: pre-wrap; word-break: break-all; border-color: #e6d9a8; }
+del { background: #ffd7d5; } ins { background: #c7f0d2; text-decoration: none; }
+del:empty, ins:empty { border-left: 2px solid #b35900; } small { color: #555; }
 """
 
 
@@ -181,7 +250,7 @@ def diff_html(diff: CallPathDiff) -> str:
     )
     for i, row in enumerate(diff.rows):
         classes = row.op + (" is-first" if i == diff.first else "")
-        cells = "".join(_html_side(entry) for entry in (row.a, row.b))
+        cells = _html_side(row.a, row.place("a")) + _html_side(row.b, row.place("b"))
         out.append(
             f'<tr class="{classes}" id="row-{i}"><td title="{row.op}">{e(_MARK[row.op])}</td>'
             f"{cells}</tr>"
@@ -193,21 +262,51 @@ def diff_html(diff: CallPathDiff) -> str:
     return "\n".join(out)
 
 
-def _html_side(entry: Entry | None) -> str:
+def _html_side(entry: Entry | None, place: str) -> str:
     if entry is None:
         return '<td colspan="4"></td>'
     e = html.escape
+    seq = e(place)
+    if "+" in place:
+        note = (
+            f"the call a later run in append mode added after seq {place.partition('+')[0]}, "
+            f"at line {entry.line} (its seq in that run: {entry.seq})"
+        )
+        seq = f'<span title="{e(note)}">{seq} <small>appended, line {entry.line}</small></span>'
     return (
-        f"<td>{entry.seq}</td><td>{e(entry.kind)}</td><td>{e(entry.name)}</td>"
+        f"<td>{seq}</td><td>{e(entry.kind)}</td><td>{e(entry.name)}</td>"
         f"<td><code>{e(entry.key)}</code></td>"
     )
 
 
 def _html_changes(row: Row) -> str:
-    e = html.escape
-    rows = "".join(
-        f"<tr><td>{e(c.path)}</td><td>{e(preview(c.a, 400))}</td>"
-        f"<td>{e(preview(c.b, 400))}</td></tr>"
+    cells = "".join(
+        f"<tr><td>{html.escape(c.path)}{_html_where(c)}</td>{_html_values(c)}</tr>"
         for c in row.changes
     )
-    return f'<table class="fields"><tr><th>field</th><th>A</th><th>B</th></tr>{rows}</table>'
+    return f'<table class="fields"><tr><th>field</th><th>A</th><th>B</th></tr>{cells}</table>'
+
+
+def _html_where(c: Change) -> str:
+    if type(c.a) is not str or type(c.b) is not str:
+        return ""
+    at = common_ends(c.a, c.b)[0] + 1
+    return (
+        f"<br><small>differs at character {at:,} ({len(c.a):,} characters in A, "
+        f"{len(c.b):,} in B)</small>"
+    )
+
+
+def _html_values(c: Change) -> str:
+    """A changed field's two values; two strings with their differing middles marked
+    ``<del>`` (A) and ``<ins>`` (B), the shared text around them plain."""
+    e = html.escape
+    if type(c.a) is not str or type(c.b) is not str:
+        return f"<td>{e(preview(c.a, 400))}</td><td>{e(preview(c.b, 400))}</td>"
+    cut_a, cut_b = cut_pair(c.a, c.b, _HTML_WINDOW)
+    return f"<td>{_html_cut(cut_a, 'del')}</td><td>{_html_cut(cut_b, 'ins')}</td>"
+
+
+def _html_cut(cut: Cut, tag: str) -> str:
+    e = html.escape
+    return f"{e(cut.before)}<{tag}>{e(cut.middle)}</{tag}>{e(cut.after)}"

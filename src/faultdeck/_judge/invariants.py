@@ -22,8 +22,10 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .._base.clock import Clock, VirtualClock
+from .._base.errors import QuotaExhausted
 from .._deck.report import CallRecord
 from .policy import NON_RETRYABLE_QUOTA, Outcome, Policy
+from .sdk_errors import SDK_ERRORS
 
 INVARIANTS = (
     "call_budget",
@@ -33,7 +35,10 @@ INVARIANTS = (
     "no_early_retry",
     "committed_streams",
 )
-_QUOTA_ERRORS = frozenset({"QuotaExhausted", "RateLimitError"})
+# A call log names errors by type: faultdeck's own, and the SDKs' quota errors (the table).
+_QUOTA_ERRORS = frozenset(
+    {"QuotaExhausted", *(e.name for e in SDK_ERRORS if e.failure is QuotaExhausted)}
+)
 _SCHEMA_ERRORS = frozenset({"BadToolCall"})
 _TRANSPORT = frozenset({"live", "replay", "fault"})
 _EPSILON = 1e-6

@@ -11,8 +11,12 @@
     schema-invalid tool call     one repair call, then degrade                 reason=schema
     slow first token             no retry; halve concurrency (AIMD)            elapsed_ms
 
-``run_steps`` is that table as a loop. Time comes from the clock passed in, randomness from
-the policy's seed: the same faults on the same cassette always give the same outcomes.
+``run_steps`` is that table as a loop. A failure is faultdeck's own (``QuotaExhausted``,
+``TransientError``, ``BadToolCall``) or an SDK's or httpx's exception that ``sdk_errors``
+reads as one (``openai.RateLimitError`` is a quota error, with its ``retry-after-ms`` and
+its code); anything else is a bug and leaves the loop. Time comes from the clock passed
+in, randomness from the policy's seed: the same faults on the same cassette always give
+the same outcomes.
 """
 
 from __future__ import annotations
@@ -25,11 +29,20 @@ from typing import Any, Literal
 from .._base.clock import Clock
 from .._base.context import step as step_context
 from .._base.errors import BadToolCall, BoundaryError, ConfigError, QuotaExhausted, TransientError
+from .sdk_errors import Failure, classify_error
 
 Status = Literal["ok", "degraded", "stopped"]
 
 NON_RETRYABLE_QUOTA = frozenset(
-    {"insufficient_quota", "billing_hard_limit_reached", "spend_cap_reached", "billing_error"}
+    {
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+        "spend_cap_reached",
+        "billing_error",
+        "enforced_spend_limit_reached",
+        "contract_spend_limit_reached",
+        "linked_organization_spend_limit_reached",
+    }
 )
 """Quota error codes that no wait fixes: retrying them is always wrong."""
 
@@ -158,38 +171,50 @@ class _Runner:
         self.clock.sleep(seconds)
 
     def run(self, op: Any) -> Outcome:
-        policy = self.policy
-        attempts = 0
-        transient_failures = 0
-        retry_after: str | None = None
-        quota_retried = False
+        attempt = _Attempts()
         while True:
-            attempts += 1
+            attempt.count += 1
             started = self.clock.now()
             try:
                 value = self.step(op)
-            except QuotaExhausted as exc:
-                after = exc.retry_after
-                retry_after = _header(after) if after is not None else None
-                if exc.code in NON_RETRYABLE_QUOTA:
-                    return self.stop(op, "quota_non_retryable", attempts, retry_after)
-                left = policy.max_total_wait - self.waited
-                if after is None or quota_retried or after > policy.max_retry_after or after > left:
-                    return self.stop(op, "quota", attempts, retry_after)
-                quota_retried = True
-                self.wait(after)
-                continue
-            except TransientError:
-                transient_failures += 1
-                left = policy.max_total_wait - self.waited
-                if attempts >= policy.max_attempts or left <= 0:
-                    reason = "transient" if attempts >= policy.max_attempts else "wait_budget"
-                    return Outcome(op, "degraded", None, reason, attempts, retry_after)
-                self.wait(min(policy.backoff(transient_failures, self.rng), left))
-                continue
-            except BadToolCall as exc:
-                return self.repaired(op, exc, attempts, retry_after)
-            return self.finished(op, value, attempts, retry_after, started)
+            except Exception as exc:
+                # faultdeck's failures as they are; an SDK's or httpx's as the policy reads them.
+                failure = classify_error(exc)
+                if failure is None:
+                    raise
+                outcome = self.failed(op, failure, attempt)
+                if outcome is None:
+                    continue
+                return outcome
+            return self.finished(op, value, attempt.count, attempt.retry_after, started)
+
+    def failed(self, op: Any, exc: Failure, attempt: _Attempts) -> Outcome | None:
+        """The outcome of an attempt that failed, or ``None`` to try again (after a wait)."""
+        policy = self.policy
+        left = policy.max_total_wait - self.waited
+        if isinstance(exc, QuotaExhausted):
+            after = exc.retry_after
+            attempt.retry_after = _header(after) if after is not None else None
+            if exc.code in NON_RETRYABLE_QUOTA:
+                return self.stop(op, "quota_non_retryable", attempt.count, attempt.retry_after)
+            if (
+                after is None
+                or attempt.quota_retried
+                or after > policy.max_retry_after
+                or after > left
+            ):
+                return self.stop(op, "quota", attempt.count, attempt.retry_after)
+            attempt.quota_retried = True
+            self.wait(after)
+            return None
+        if isinstance(exc, TransientError):
+            attempt.transient += 1
+            if attempt.count >= policy.max_attempts or left <= 0:
+                reason = "transient" if attempt.count >= policy.max_attempts else "wait_budget"
+                return Outcome(op, "degraded", None, reason, attempt.count, attempt.retry_after)
+            self.wait(min(policy.backoff(attempt.transient, self.rng), left))
+            return None
+        return self.repaired(op, exc, attempt.count, attempt.retry_after)
 
     def stop(self, op: Any, reason: str, attempts: int, retry_after: str | None) -> Outcome:
         return Outcome(op, "stopped", None, reason, attempts, retry_after, 0.0, self.concurrency)
@@ -217,6 +242,17 @@ class _Runner:
         else:
             self.concurrency = min(self.policy.max_concurrency, self.concurrency + 1)
         return Outcome(op, "ok", value, reason, attempts, retry_after, elapsed_ms, self.concurrency)
+
+
+@dataclass(slots=True)
+class _Attempts:
+    """One op's attempts so far: how many, the transient failures among them, the
+    Retry-After received, whether the one retry after it was used."""
+
+    count: int = 0
+    transient: int = 0
+    retry_after: str | None = None
+    quota_retried: bool = False
 
 
 def _header(seconds: float) -> str:

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from .._judge.invariants import Violation, check
 from .._judge.policy import Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
-from .matrix import REPLAY_ROW, Cell, Matrix, plan_cells
+from .matrix import REPLAY_ROW, Cell, Matrix, menu_rows, plan_cells, positions_of
 
 
 def rehearse_command(
@@ -43,7 +44,7 @@ def rehearse_command(
     Args:
         command: the program and its arguments.
         cassette: the golden cassette.
-        plans: named plans, one cell each; ``None`` for every fault at every call position.
+        plans: named plans, one cell each; ``None`` for every fault at every call it applies to.
         policy: the policy to judge by (``Policy()`` by default).
         jobs: how many runs go at once.
         progress: called as ``progress(done, total)``.
@@ -55,20 +56,21 @@ def rehearse_command(
     path = os.path.abspath(os.fspath(cassette))
     with tempfile.TemporaryDirectory(prefix="faultdeck-rehearse-") as folder:
         clean = _run(command, path, None, folder, "clean")
-        if clean is None or clean[0] != 0 or clean[1]["misses"]:
+        if clean.report is None or clean.code != 0 or clean.report["misses"]:
             why = (
                 "wrote no report"
-                if clean is None
-                else (f"exited with {clean[0]}" if clean[0] else "missed calls")
+                if clean.report is None
+                else ("missed calls" if clean.code == 0 else "exited")
             )
             raise ConfigError(
-                f"the clean replay of {path} with {' '.join(command)} {why}; re-record the "
-                "cassette, and check that the program uses fd.Deck.from_env()"
+                f"the clean replay of {path} with {' '.join(command)} {why} "
+                f"({clean.ending()}); re-record the cassette, and check that the program "
+                "uses fd.Deck.from_env()"
             )
-        calls = _calls(clean[1])
-        positions = tuple((c.seq, f"{c.kind} {c.name}") for c in calls)
+        calls = _calls(clean.report)
+        positions = positions_of(calls)
         replay = _judge(REPLAY_ROW, None, clean, policy)
-        tasks = plan_cells(plans, policy, positions)
+        tasks = plan_cells(plans, policy, calls)
         total = len(tasks) + 1
         if progress is not None:
             progress(1, total)
@@ -87,13 +89,32 @@ def rehearse_command(
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             cells = list(pool.map(one, range(len(tasks))))
-    rows = (REPLAY_ROW, *dict.fromkeys(label for label, _, _ in tasks))
+    rows = menu_rows(plans, tasks)
     return Matrix(path, " ".join(command), positions, rows, (replay, *cells), ())
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """One run of the program: its exit code, its deck's report (``None`` if it wrote
+    none) and what it printed on stderr."""
+
+    code: int
+    report: dict[str, Any] | None
+    stderr: str
+
+    def ending(self) -> str:
+        """How it ended: ``exit 1: ValueError: …``, the exception line a traceback ends
+        with, as the entrypoint path shows an exception."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        if self.code == 0 or not lines:
+            return f"exit {self.code}"
+        line = lines[-1]
+        return f"exit {self.code}: {line if len(line) <= 200 else line[:197] + '...'}"
 
 
 def _run(
     command: Sequence[str], cassette: str, plan: FaultPlan | None, folder: str, name: str
-) -> tuple[int, dict[str, Any]] | None:
+) -> _Ran:
     report = os.path.join(folder, f"{name}.report.json")
     env = dict(
         os.environ,
@@ -108,23 +129,25 @@ def _run(
         Path(plan_path).write_bytes(orjson.dumps(plan.to_json()))
         env["FAULTDECK_FAULTS"] = plan_path
     done = subprocess.run(list(command), env=env, capture_output=True, check=False)
+    stderr = done.stderr.decode("utf-8", errors="replace")
     if not os.path.exists(report):
-        return None
-    return done.returncode, orjson.loads(Path(report).read_bytes())
+        return _Ran(done.returncode, None, stderr)
+    return _Ran(done.returncode, orjson.loads(Path(report).read_bytes()), stderr)
 
 
 def _restarted(
     killed: Cell,
-    again: tuple[int, dict[str, Any]] | None,
+    again: _Ran,
     clean: Sequence[CallRecord],
     policy: Policy,
 ) -> Cell:
     """After a crash, a fresh fault-free run must finish as the clean run did."""
     where = killed.detail.partition(" (")[0]
     label, seq = killed.label, killed.seq
-    if again is None:
-        return Cell(label, seq, "broke", (), f"{where}; a fresh run then wrote no report")
-    code, report = again
+    report = again.report
+    if report is None:
+        detail = f"{where}; a fresh run then wrote no report ({again.ending()})"
+        return Cell(label, seq, "broke", (), detail)
     if report["misses"]:
         miss = report["misses"][0]
         detail = (
@@ -152,8 +175,9 @@ def _restarted(
                 f"{len(path)} calls, the clean run's {len(expected)}; they part at call {at + 1}",
             )
         )
-    if code != 0:
-        return Cell(label, seq, "broke", tuple(found), f"{where}; a fresh run then exited {code}")
+    if again.code != 0:
+        detail = f"{where}; a fresh run then ended {again.ending()}"
+        return Cell(label, seq, "broke", tuple(found), detail)
     if found:
         detail = f"{where}; a fresh run then broke {', '.join(v.invariant for v in found)}"
         return Cell(label, seq, "broke", tuple(found), detail)
@@ -173,12 +197,10 @@ def _calls(report: dict[str, Any]) -> list[CallRecord]:
     return [CallRecord(**call) for call in report["calls"]]
 
 
-def _judge(
-    label: str, seq: int | None, ran: tuple[int, dict[str, Any]] | None, policy: Policy
-) -> Cell:
-    if ran is None:
-        return Cell(label, seq, "raised", (), "the program wrote no report")
-    code, report = ran
+def _judge(label: str, seq: int | None, ran: _Ran, policy: Policy) -> Cell:
+    report = ran.report
+    if report is None:
+        return Cell(label, seq, "raised", (), f"the program wrote no report ({ran.ending()})")
     if report["misses"]:
         miss = report["misses"][0]
         return Cell(
@@ -192,8 +214,8 @@ def _judge(
     )
     killed = any(kills(c["fault"]) for c in report["calls"])
     if found:
-        return Cell(label, seq, "broke", found, f"exit {code}")
+        return Cell(label, seq, "broke", found, ran.ending())
     if killed:
         at = next((c["seq"] for c in reversed(report["calls"]) if kills(c["fault"])), seq)
-        return Cell(label, seq, "killed", (), f"killed at seq {at} (exit {code})")
-    return Cell(label, seq, "held" if code == 0 else "raised", (), f"exit {code}")
+        return Cell(label, seq, "killed", (), f"killed at seq {at} (exit {ran.code})")
+    return Cell(label, seq, "held" if ran.code == 0 else "raised", (), ran.ending())

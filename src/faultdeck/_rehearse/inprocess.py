@@ -1,7 +1,7 @@
 """The fault matrix: one golden cassette replayed under each fault at each call position.
 
     clean replay, twice ─► positions, baseline, the "replay (x2)" row (determinism)
-    each fault row x each position (or each named plan):
+    each fault row x each position its kind applies to (or each named plan):
         fresh clock + fresh deck(faults=plan) ─► entry(deck, clock) ─► outcomes ─► check()
         ─► Cell: held | broke | miss (off the recorded path) | raised | killed
     a crash ─► a fault-free restart must finish as the clean run did
@@ -39,8 +39,10 @@ from .matrix import (
     difference,
     judged,
     load_entrypoint,
+    menu_rows,
     module_policy,
     plan_cells,
+    positions_of,
     short,
 )
 
@@ -61,7 +63,8 @@ def rehearse(
             ``(deck, clock)``, runs the loop through that deck and returns the outcomes.
         cassette: the golden cassette.
         plans: named fault plans, one cell each; ``None`` for the full matrix: each
-            ``FAULT_MENU`` fault at each call position of the clean run.
+            ``FAULT_MENU`` fault at each call position of the clean run that its kind
+            applies to.
         policy: the policy to judge by; else the entrypoint module's ``POLICY`` (if it is a
             ``Policy``), else ``Policy()``.
         jobs: how many processes run the cells; more than 1 needs a string entrypoint.
@@ -92,14 +95,14 @@ def rehearse(
     first = _clean(entry, path, spec)
     second = _clean(entry, path, spec)
     baseline = first.outcomes
-    positions = tuple((c.seq, f"{c.kind} {c.name}") for c in first.deck.calls)
+    positions = positions_of(first.deck.calls)
     found = check(
         baseline, policy=policy, deck=first.deck, clock=first.clock, replays=[second.outcomes]
     )
     replay = Cell(REPLAY_ROW, None, judged(found), tuple(found), brief(baseline), baseline)
 
-    tasks = plan_cells(plans, policy, positions)
-    rows = (REPLAY_ROW, *dict.fromkeys(label for label, _, _ in tasks))
+    tasks = plan_cells(plans, policy, first.deck.calls)
+    rows = menu_rows(plans, tasks)
     total = len(tasks) + 1
     if progress is not None:
         progress(1, total)

@@ -2,7 +2,9 @@
 
 A matrix replays one golden cassette under each fault at each call position (or under
 named plans) and judges each run; ``inprocess`` and ``command`` fill it, ``render`` shows
-it. The rows come from the fault kinds' table (``faultdeck.faults.KINDS``).
+it. The rows come from the fault kinds' table (``faultdeck.faults.KINDS``), and each row
+runs only at the calls its kind can happen at (``FaultKind.applies``: no quota error at an
+environment read, no stream cut where nothing streamed); the other cells are not run.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from .._base.clock import VirtualClock
 from .._base.errors import ConfigError
 from .._base.loading import load_attr
 from .._deck.deck import Deck
+from .._deck.report import CallRecord
 from .._judge.invariants import Violation
 from .._judge.policy import Outcome, Policy
 from ..faults import KINDS, Fault, FaultPlan
 from ..faults._kinds import Judged
 
 Status = Literal["held", "broke", "miss", "raised", "killed"]
+FINDINGS: frozenset[str] = frozenset({"broke", "miss", "raised"})
+"""The statuses that are findings: an invariant broke, the loop left the recorded path, or
+it let an exception out. A crash the restart recovered from (``killed``) is not one."""
 Entrypoint = Callable[[Deck, VirtualClock], Sequence[Outcome]]
 
 REPLAY_ROW = "replay (x2)"
@@ -51,7 +57,8 @@ class Cell:
         status: ``held`` (every invariant held), ``broke`` (one did not), ``miss`` (the
             fault took the loop off the recorded path, so the cassette cannot judge it),
             ``raised`` (the loop let an exception out, breaking no invariant) or ``killed``
-            (a crash, after which a fresh run finished as the clean run did).
+            (a crash, after which a fresh run finished as the clean run did). ``broke``,
+            ``miss`` and ``raised`` are findings.
         violations: what broke.
         detail: one line: the outcomes in short, the miss, the exception or the restart.
         outcomes: what the loop returned.
@@ -74,7 +81,8 @@ class Matrix:
         entrypoint: the entrypoint, as ``module:function``.
         positions: ``(seq, "kind name")`` of each call the clean replay makes, in order.
         rows: the row labels, in order; ``REPLAY_ROW`` first.
-        cells: the cells, row by row.
+        cells: the cells, row by row; a fault row has none at the calls its kind does not
+            apply to (not run, not counted).
         baseline: the clean replay's outcomes.
     """
 
@@ -91,9 +99,15 @@ class Matrix:
         return tuple(c for c in self.cells if c.status == "broke")
 
     @property
+    def findings(self) -> tuple[Cell, ...]:
+        """The cells that broke, missed or raised (a kill the restart recovered from is not
+        a finding)."""
+        return tuple(c for c in self.cells if c.status in FINDINGS)
+
+    @property
     def ok(self) -> bool:
-        """No cell broke (misses, exceptions that broke nothing and kills do not count)."""
-        return not self.broken
+        """No finding: no cell broke, went off the recorded path or raised."""
+        return not self.findings
 
 
 def load_entrypoint(spec: str) -> Entrypoint:
@@ -130,20 +144,31 @@ Task = tuple[str, int | None, FaultPlan]
 """A cell to run: its row, its call position (None for a named plan), its plan."""
 
 
+def positions_of(calls: Sequence[CallRecord]) -> tuple[tuple[int, str], ...]:
+    """``(seq, "kind name")`` of each call of the clean run."""
+    return tuple((c.seq, f"{c.kind} {c.name}") for c in calls)
+
+
 def plan_cells(
     plans: Mapping[str, FaultPlan] | None,
     policy: Policy,
-    positions: tuple[tuple[int, str], ...],
+    calls: Sequence[CallRecord],
 ) -> list[Task]:
+    """The cells to run: each menu fault at each call of the clean run it applies to, or
+    one whole-run cell per named plan."""
     if plans is None:
-        return [
-            (label, seq, FaultPlan([make(policy).at(seq=seq)]))
-            for label, make in FAULT_MENU.items()
-            for seq, _ in positions
-        ]
+        tasks: list[Task] = []
+        for label, make in FAULT_MENU.items():
+            fault = make(policy)
+            tasks += [
+                (label, c.seq, FaultPlan([fault.at(seq=c.seq)]))
+                for c in calls
+                if fault.spec.applies(c.kind, streamed=c.streamed)
+            ]
+        return tasks
     if not plans:
         raise ConfigError("no fault plans given; pass None for the full matrix")
-    tasks: list[Task] = []
+    tasks = []
     for name, plan in plans.items():
         if name == REPLAY_ROW:
             raise ConfigError(f"plan name {name!r} is taken by the clean replay's row; rename it")
@@ -157,6 +182,13 @@ def module_policy(spec: str) -> Policy:
     module = sys.modules.get(spec.partition(":")[0])
     found = getattr(module, "POLICY", None)
     return found if isinstance(found, Policy) else Policy()
+
+
+def menu_rows(plans: Mapping[str, FaultPlan] | None, tasks: Sequence[Task]) -> tuple[str, ...]:
+    """The rows: the clean replay's, then every menu row (one that applies nowhere is all
+    "not applicable"), or the named plans."""
+    labels = FAULT_MENU if plans is None else dict.fromkeys(label for label, _, _ in tasks)
+    return (REPLAY_ROW, *labels)
 
 
 def judged(found: Sequence[Violation]) -> Status:

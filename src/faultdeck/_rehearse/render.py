@@ -2,7 +2,8 @@
 
 Nothing here prints: the command line decides where each goes. The table has one row per
 fault (or plan) and one column per call position of the clean run; a whole-run column
-holds the cells that have no position (the clean replay's row, named plans).
+holds the cells that have no position (the clean replay's row, named plans). A fault row
+shows ``·`` at a call its kind cannot happen at: that cell was not run.
 """
 
 from __future__ import annotations
@@ -16,10 +17,19 @@ from rich.table import Table
 from rich.text import Text
 
 from .._judge.policy import Outcome
-from .matrix import Cell, Matrix, Status
+from .matrix import REPLAY_ROW, Cell, Matrix, Status
 
 SYMBOLS: dict[str, str] = {"held": "✓", "broke": "✗", "miss": "~", "raised": "!", "killed": "↻"}
 """One character per cell status."""
+
+NOT_APPLICABLE = "·"
+"""A fault row's mark at a call its kind does not apply to (not run, not counted)."""
+
+LEGEND = (
+    "✓ held, ✗ broke, ~ off the recorded path, ! raised, ↻ killed by a crash and restarted "
+    "fine, · does not apply at that call (not run); ✗ ~ ! are findings"
+)
+"""The symbols in a line, for the table's caption and the command's help."""
 
 STYLES: dict[str, str] = {
     "held": "green",
@@ -38,7 +48,8 @@ def matrix_table(matrix: Matrix) -> Table:
     """A rich ``Table``: a row per fault label, a column per call position, symbols in cells.
 
     Cells without a position (the clean replay's row, named plans) go in a ``run`` column.
-    A legend of the symbols is the caller's to add (``SYMBOLS``).
+    A fault row shows ``NOT_APPLICABLE`` at the calls its kind does not apply to. A legend
+    of the symbols is the caller's to add (``LEGEND``).
     """
     table = Table(show_lines=False)
     table.add_column("fault", no_wrap=True)
@@ -50,13 +61,38 @@ def matrix_table(matrix: Matrix) -> Table:
     by_place = {(c.label, c.seq): c for c in matrix.cells}
     places: list[int | None] = [None] if whole_run else []
     places += [seq for seq, _ in matrix.positions]
+    positional = _positional(matrix)
     for label in matrix.rows:
         row: list[Text | str] = [label]
         for place in places:
             cell = by_place.get((label, place))
-            row.append(Text(SYMBOLS[cell.status], style=STYLES[cell.status]) if cell else "")
+            if cell is not None:
+                row.append(Text(SYMBOLS[cell.status], style=STYLES[cell.status]))
+            elif label in positional and place is not None:
+                row.append(Text(NOT_APPLICABLE, style="dim"))
+            else:
+                row.append("")
         table.add_row(*row)
     return table
+
+
+def not_applicable(matrix: Matrix) -> list[tuple[str, int]]:
+    """``(row, seq)`` of each fault row's call its kind does not apply to (not run)."""
+    ran = {(c.label, c.seq) for c in matrix.cells}
+    positional = _positional(matrix)
+    return [
+        (label, seq)
+        for label in matrix.rows
+        if label in positional
+        for seq, _ in matrix.positions
+        if (label, seq) not in ran
+    ]
+
+
+def _positional(matrix: Matrix) -> set[str]:
+    """The rows placed call by call (a fault at each position), not run as a whole."""
+    whole = {c.label for c in matrix.cells if c.seq is None}
+    return {label for label in matrix.rows if label not in whole and label != REPLAY_ROW}
 
 
 def matrix_summary(matrix: Matrix) -> list[str]:
@@ -66,6 +102,9 @@ def matrix_summary(matrix: Matrix) -> list[str]:
     total = len(matrix.cells)
     parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES)
     lines = [f"{total} cell{'s' if total != 1 else ''}: {parts}"]
+    skipped = len(not_applicable(matrix))
+    if skipped:
+        lines[0] += f" ({skipped} not applicable, not run)"
     calls = dict(matrix.positions)
     for cell in matrix.broken:
         lines.append(f"{SYMBOLS['broke']} {_where(cell, calls)}:")
@@ -77,7 +116,7 @@ def matrix_summary(matrix: Matrix) -> list[str]:
     if misses:
         lines.append(
             f"{SYMBOLS['miss']} {len(misses)} off the recorded path (the cassette has no "
-            f"answer there; not judged): {', '.join(_place(c) for c in misses)}"
+            f"answer there to judge the loop by): {', '.join(_place(c) for c in misses)}"
         )
     return lines
 
@@ -86,7 +125,8 @@ def matrix_json(matrix: Matrix) -> dict[str, Any]:
     """The matrix as JSON-ready data (see the shape below); ``json.dumps`` takes it as is.
 
     ``{"cassette", "entrypoint", "ok", "positions": [{"seq", "call"}], "rows",
-    "counts": {status: n}, "cells": [{"label", "seq", "call", "status", "detail",
+    "counts": {status: n}, "not_applicable": [{"label", "seq"}] (cells not run: the fault
+    does not apply at that call), "cells": [{"label", "seq", "call", "status", "detail",
     "violations": [{"invariant", "op", "bound", "observed"}], "outcomes": [outcome]}],
     "baseline": [outcome]}``; an outcome is ``{"op", "status", "value", "reason",
     "attempts", "retry_after", "elapsed_ms", "concurrency"}``. An ``op`` or ``value`` that
@@ -100,6 +140,7 @@ def matrix_json(matrix: Matrix) -> dict[str, Any]:
         "positions": [{"seq": seq, "call": call} for seq, call in matrix.positions],
         "rows": list(matrix.rows),
         "counts": dict(_counts(matrix)),
+        "not_applicable": [{"label": label, "seq": seq} for label, seq in not_applicable(matrix)],
         "cells": [_cell_json(c, calls) for c in matrix.cells],
         "baseline": [_outcome_json(o) for o in matrix.baseline],
     }

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import subprocess
+import sys
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,18 @@ import orjson
 from rich.console import Console
 from rich.progress import Progress
 
+from .._base import terms
+from .._base.words import plural
+
+TAIL = 40
+"""How many of the program's last stderr lines are kept, to say why it failed."""
+SHOWN = 5
+"""How many of a failed program's last lines are shown."""
+
+Ran = tuple[int, dict[str, Any] | None, str]
+"""A program's run: its exit code, its deck's report (``None`` if it wrote none) and the
+last lines of its stderr."""
+
 
 def run_child(
     command: Sequence[str],
@@ -29,9 +44,10 @@ def run_child(
     *,
     extra: dict[str, str] | None = None,
     capture: bool = False,
-) -> tuple[int, dict[str, Any] | None, str]:
+) -> Ran:
     """Run ``command`` with ``FAULTDECK_*`` set; return its exit code, its deck's report
-    (``None`` if it wrote none) and, when captured, its stderr."""
+    and the last lines of its stderr. Its stderr reaches the terminal as it comes, unless
+    ``capture`` (then its stdout is not shown either)."""
     if not command:
         raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
     with tempfile.TemporaryDirectory(prefix="faultdeck-") as folder:
@@ -41,26 +57,55 @@ def run_child(
             FAULTDECK_CASSETTE=os.path.abspath(cassette),
             FAULTDECK_MODE=mode,
             FAULTDECK_REPORT=report_path,
+            FAULTDECK_TERMS=terms.current().to_env(),
             **(extra or {}),
         )
         try:
-            done = subprocess.run(
-                list(command), env=env, capture_output=capture, text=True, check=False
+            child = subprocess.Popen(
+                list(command),
+                env=env,
+                stdout=subprocess.DEVNULL if capture else None,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
             )
         except FileNotFoundError:
             raise click.UsageError(f"no such program: {command[0]}") from None
         except PermissionError:
             raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
+        tail: deque[str] = deque(maxlen=TAIL)
+        assert child.stderr is not None
+        with child:
+            for line in child.stderr:  # only stderr is piped: reading it cannot deadlock
+                if not capture:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                tail.append(line)
         report = None
         if os.path.exists(report_path):
             report = orjson.loads(Path(report_path).read_bytes())
-        return done.returncode, report, (done.stderr or "") if capture else ""
+        return child.returncode, report, "".join(tail)
 
 
-def no_report(command: Sequence[str]) -> str:
-    """The line printed when ``command`` ran but its deck wrote no report."""
+def no_report(command: Sequence[str], code: int, stderr: str) -> str:
+    """Why ``command`` ran but its deck wrote no report: its own failure, in its last lines,
+    or no deck from ``fd.Deck.from_env()``."""
+    program = shlex.join(command)
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    if code != 0 and lines:
+        shown = "\n".join(f"  {line}" for line in lines[-SHOWN:])
+        return (
+            f"{program} failed (exit {code}) before its deck wrote a report; "
+            f"its last lines:\n{shown}"
+        )
+    if code != 0:
+        return (
+            f"{program} exited with {code} and wrote no faultdeck report, nor anything on "
+            "stderr; does it create its deck with fd.Deck.from_env()?"
+        )
     return (
-        f"{command[0]} wrote no faultdeck report: does it create its deck with fd.Deck.from_env()?"
+        f"{program} exited 0 but wrote no faultdeck report: does it create its deck with "
+        "fd.Deck.from_env()?"
     )
 
 
@@ -68,9 +113,11 @@ def print_replays(
     out: Console,
     cassette: str,
     command: Sequence[str],
-    runs: list[tuple[int, dict[str, Any] | None, str]],
+    runs: list[Ran],
     passed: list[bool],
     difference: dict[str, Any] | None,
+    *,
+    strict: bool = False,
 ) -> None:
     """Print ``replay``'s text: one run's report, or the pass rate of many and a failure.
 
@@ -81,15 +128,18 @@ def print_replays(
         runs: each run's exit code, report (``None`` if it wrote none) and captured stderr.
         passed: whether each run passed.
         difference: the first call the runs disagree on (``first_difference``), if any.
+        strict: recorded calls left unused failed a run.
     """
     if len(runs) == 1:
-        code, report, _ = runs[0]
+        code, report, stderr = runs[0]
         if report is None:
-            out.print(no_report(command))
+            out.print(no_report(command, code, stderr), markup=False)
             return
         out.print(report_text(report))
         if code != 0:
             out.print(f"the program exited with {code}")
+        elif strict and report["unused"] and not report["misses"]:
+            out.print(unused_text(report), markup=False)
         return
     count = sum(passed)
     out.print(
@@ -109,9 +159,20 @@ def print_replays(
         out.print(f"run {failing} (exit {code}):")
         if report is not None:
             out.print("  " + report_text(report).replace("\n", "\n  "))
-        tail = stderr.strip().splitlines()[-3:]
+            if strict and report["unused"] and code == 0 and not report["misses"]:
+                out.print(f"  {unused_text(report)}", markup=False)
+        tail = stderr.strip().splitlines()[-SHOWN:]
         for line in tail:
             out.print(f"  {line}", markup=False)
+
+
+def unused_text(report: dict[str, Any]) -> str:
+    """Why a strict replay failed though the program passed."""
+    unused = plural(len(report["unused"]), "recorded call")
+    return (
+        f"--strict: {unused} never asked for; re-record if the program no longer makes "
+        f"them ({terms.current().record})"
+    )
 
 
 def report_text(report: dict[str, Any]) -> str:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import click
 import orjson
 from rich.console import Console
 
+from .._base.errors import CassetteWarning, FaultdeckWarning
+from .._cassette.format import Recording
+from .._cassette.reader import interrupted_warning, load
+
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+
+FORMAT = click.Choice(["text", "json"])
+FORMAT_HELP = "text for people (rich on a terminal, plain when piped); json for machines."
 
 
 class Finding(Exception):
@@ -44,6 +54,31 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-def plural(n: int, word: str) -> str:
-    """``1 call``, ``2 calls``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
+@contextlib.contextmanager
+def warning_lines() -> Iterator[None]:
+    """Show faultdeck's warnings as ``faultdeck: warning: …`` lines, each text once; other
+    warnings as Python shows them."""
+    seen: set[str] = set()
+    python_shows = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kw: Any) -> None:
+        if not issubclass(category, FaultdeckWarning):
+            python_shows(message, category, *args, **kw)
+        elif str(message) not in seen:
+            seen.add(str(message))
+            click.echo(f"faultdeck: warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FaultdeckWarning)
+        warnings.showwarning = show
+        yield
+
+
+def check_cassette(path: str) -> Recording:
+    """Read the cassette a command replays, before any program runs: a missing or corrupt
+    one is an input error; one that is not whole is a warning, said here once (the programs
+    run on it are told not to say it again)."""
+    recording = load(path)
+    if recording.interrupted:
+        warnings.warn(interrupted_warning(path), CassetteWarning, stacklevel=2)
+    return recording

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
+from rich.markup import escape
 from rich.table import Table
 
 from .._base import config as _config
+from .._base import terms
+from .._base.words import plural
 from .._cassette.format import Entry, Recording
 from .._cassette.reader import load
 from .._cassette.writer import partial_path
 from .._diff.align import diff_recordings
 from .._diff.render import diff_html, diff_json, diff_text
 from .._keys.redact import Redactor
-from ._common import Finding, cli, console, emit_json, plural
+from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
 
 
 @cli.command()
@@ -58,7 +62,7 @@ def diff(
 
 @cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def show(cassette: str, fmt: str) -> None:
     """Show a cassette: its header, its calls, and whether the run ended cleanly.
 
@@ -83,11 +87,9 @@ def show(cassette: str, fmt: str) -> None:
         return
     out = console()
     header = recording.header
-    sha = header.harness.get("git_sha")
-    where = f"recorded at commit {sha}" if sha else "recorded outside git"
     out.print(
-        f"[bold]{cassette}[/]: format {header.version}, match {header.match}, "
-        f"{where}{' (uncommitted changes)' if header.harness.get('dirty') else ''}"
+        f"[bold]{escape(cassette)}[/]: format {header.version}, match {header.match}, "
+        f"{recorded_at(header.harness)}"
     )
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
@@ -108,25 +110,37 @@ def show(cassette: str, fmt: str) -> None:
     if os.path.exists(partial) and os.path.realpath(cassette) != partial:
         out.print(
             f"a newer recording that did not finish is beside it: {partial} "
-            f"(faultdeck resume {cassette} -- CMD finishes it)",
+            f"({terms.current().about(cassette).resume} finishes it)",
             markup=False,
         )
+
+
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+def recorded_at(harness: dict[str, Any]) -> str:
+    """Where the cassette was recorded, in words: a commit, or outside git."""
+    sha = harness.get("git_sha")
+    if not (isinstance(sha, str) and _SHA.fullmatch(sha)):
+        return "recorded outside git"
+    return f"recorded at commit {sha}{' (uncommitted changes)' if harness.get('dirty') else ''}"
 
 
 def ending(recording: Recording, cassette: str) -> str:
     """How the recorded run ended, in words."""
     calls = plural(len(recording.entries), "call")
+    said = terms.current().about(cassette)
     in_flight = len(recording.in_flight())
     if recording.interrupted:
         flying = f", {plural(in_flight, 'call')} in flight" if in_flight else ""
         return (
             f"interrupted: the run stopped after {calls}{flying} without closing (killed or "
-            f"crashed); finish it with faultdeck resume {cassette} -- CMD, or mode='resume'"
+            f"crashed); finish it with {said.resume}"
         )
     if recording.failed:
         return (
             f"failed: the run raised an error after {calls} and closed; what it recorded "
-            "replays, re-record it once the error is fixed"
+            f"replays; re-record it once the error is fixed ({said.record})"
         )
     return f"ended cleanly: {calls}"
 
@@ -139,7 +153,7 @@ def outcome_text(entry: Entry) -> str:
         detail = [f"{k} {error[k]}" for k in ("status", "retry_after", "code") if k in error]
         parts.append(f"{error['type']}" + (f" ({', '.join(detail)})" if detail else ""))
     elif entry.result == "stream":
-        parts.append(f"stream, {len(entry.value['events'])} events")
+        parts.append(f"stream, {plural(len(entry.value['events']), 'event')}")
     if entry.fault is not None:
         parts.append(f"fault: {entry.fault.get('fault')}")
     return "; ".join(parts)
@@ -147,13 +161,7 @@ def outcome_text(entry: Entry) -> str:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    help="text for people, json for machines.",
-)
+@click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def scan(paths: tuple[str, ...], fmt: str) -> None:
     """Audit cassettes for credential-shaped strings; exit 1 on any.
 

@@ -13,10 +13,10 @@ from .._cassette.reader import load
 from .._judge.policy import Policy
 from ..faults import FaultPlan
 from ._child import progress_bar
-from ._common import Finding, cli, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -30,7 +30,7 @@ from ._common import Finding, cli, console, emit_json
     default="all",
     show_default=True,
     metavar="all|PLAN",
-    help="Every fault at every call position, or a plan file (one cell).",
+    help="Every fault kind at every call it applies to, or a plan file (one cell).",
 )
 @click.option(
     "--policy",
@@ -45,7 +45,7 @@ from ._common import Finding, cli, console, emit_json
     show_default=True,
     help="Run cells on this many local processes.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def rehearse(
     cassette: str,
     command: tuple[str, ...],
@@ -55,12 +55,15 @@ def rehearse(
     jobs: int,
     fmt: str,
 ) -> None:
-    """Replay CASSETTE under every fault at every call position and judge each run.
+    """Replay CASSETTE under every fault at every call it applies to; judge each run.
 
-    Prints the matrix (faults x positions) of what held and what broke; exit 1 exactly
-    when an invariant breaks. Cells: ✓ held, ✗ broke, ~ off the recorded path, ! raised,
-    ↻ killed by a crash, then restarted fault-free and finished as the clean run did (a
-    restart that does not is ✗).
+    Prints the matrix (faults x positions) of what held and what broke. Each fault runs
+    only at the calls it can happen at ("all" is every kind that applies to the
+    cassette's calls; stream faults only where an answer streamed). Cells: ✓ held, ✗ broke,
+    ~ off the recorded path, ! raised, ↻ killed by a crash, then restarted fault-free and
+    finished as the clean run did (a restart that does not is ✗), · does not apply at that
+    call (not run, not counted). Exit 1 when a cell broke, went off the recorded path or
+    raised (a finding); a crash restarted fine is not one.
 
     \b
     faultdeck rehearse golden.jsonl --entrypoint examples.workshop.rehearsal:good
@@ -68,7 +71,7 @@ def rehearse(
     """
     from .._rehearse.command import rehearse_command
     from .._rehearse.inprocess import rehearse as run_matrix
-    from .._rehearse.render import matrix_json, matrix_summary, matrix_table
+    from .._rehearse.render import LEGEND, matrix_json, matrix_summary, matrix_table
 
     if (entrypoint is None) == (not command):
         raise click.UsageError("give either --entrypoint MODULE:FUNCTION or -- CMD…, not both")
@@ -97,6 +100,7 @@ def rehearse(
         emit_json(matrix_json(matrix))
     else:
         out.print(matrix_table(matrix))
+        out.print(LEGEND, markup=False)
         for line in matrix_summary(matrix):
             out.print(line, markup=False)
     if not matrix.ok:

@@ -7,30 +7,41 @@ from typing import Any
 
 import click
 
+from .._base import terms
+from .._base.words import plural
 from .._cassette.reader import load
 from .._cassette.writer import partial_path
 from ..faults import FaultPlan
-from ._child import first_difference, no_report, print_replays, run_child
-from ._common import Finding, cli, console, emit_json, plural
+from ._child import Ran, first_difference, no_report, print_replays, run_child
+from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def record(cassette: str, command: tuple[str, ...]) -> None:
+@click.option(
+    "--mode",
+    type=click.Choice(["record", "append"]),
+    default="record",
+    show_default=True,
+    help="record: the whole run, afresh; append: only the calls CASSETTE lacks, added to it.",
+)
+def record(cassette: str, command: tuple[str, ...], mode: str) -> None:
     """Run a program, recording its boundary calls into CASSETTE.
 
     The program creates its deck with fd.Deck.from_env(). An existing CASSETTE is
     replaced only when the program exits 0; otherwise it stays as it was and the new
-    recording is kept beside it, for `faultdeck resume`.
+    recording is kept beside it, for `faultdeck resume`. With --mode append, the calls
+    CASSETTE already answers replay and only the new ones are recorded, at its end.
 
     \b
     faultdeck record runs/base.jsonl -- python agent.py --task fix-retry
+    faultdeck record --mode append runs/base.jsonl -- python agent.py --task new-step
     """
-    run_writing(cassette, command, "record")
+    run_writing(cassette, command, mode)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def resume(cassette: str, command: tuple[str, ...]) -> None:
@@ -47,19 +58,27 @@ def resume(cassette: str, command: tuple[str, ...]) -> None:
 
 def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
     """``record`` and ``resume``: run the program, then keep or place what it recorded."""
+    terms.use(terms.command_line(cassette, command))
     partial = partial_path(os.path.realpath(cassette))
     extra = {"FAULTDECK_DEFER_REPLACE": "1"}
-    code, report, _ = run_child(command, cassette, mode, extra=extra)
+    code, report, stderr = run_child(command, cassette, mode, extra=extra)
     out = console()
     if report is None:
-        out.print(no_report(command))
+        out.print(no_report(command, code, stderr), markup=False)
         raise Finding
     calls = report["live"] + report["used"]
     placed = code == 0 and finished(partial)
     if placed:
         os.replace(partial, os.path.realpath(cassette))
-    verb = "recorded" if mode == "record" else "resumed"
-    out.print(f"{verb} {plural(calls, 'call')} ({report['live']} live) into {cassette}")
+    verb = {"record": "recorded", "append": "appended"}.get(mode, "resumed")
+    live = plural(report["live"], "call")
+    if mode == "append":
+        out.print(f"{verb} {live} to {cassette} ({report['used']} replayed from it)")
+    else:
+        out.print(f"{verb} {plural(calls, 'call')} ({report['live']} live) into {cassette}")
+    lost = unanswered(report, cassette if placed or not os.path.exists(partial) else partial)
+    if lost:
+        click.echo(f"faultdeck: warning: {lost}", err=True)
     if code != 0:
         out.print(f"the program exited with {code}")
         if os.path.exists(partial):
@@ -72,6 +91,21 @@ def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
         raise Finding
 
 
+def unanswered(report: dict[str, Any], written: str) -> str | None:
+    """What to say of live calls that got no answer to record (the service was down)."""
+    entries = len(load(written).entries) if os.path.exists(written) else report["entries"]
+    missing = report["live"] - (entries - report["entries"])
+    if missing <= 0:
+        return None
+    errors = sorted({c["error"] for c in report["calls"] if c["source"] == "live" and c["error"]})
+    why = f" ({', '.join(errors)})" if errors else ""
+    return (
+        f"{plural(missing, 'live call')} got no answer{why}, so {written} does not hold "
+        f"{'it' if missing == 1 else 'them'} and a replay misses there; record again once the "
+        "service answers"
+    )
+
+
 def finished(path: str) -> bool:
     """Whether the recording at ``path`` exists and ended cleanly."""
     if not os.path.exists(path):
@@ -80,7 +114,7 @@ def finished(path: str) -> bool:
     return recording.end is not None and recording.end.get("status") == "ok"
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -96,9 +130,19 @@ def finished(path: str) -> bool:
     type=click.Path(dir_okay=False),
     help="A fault plan (JSON or TOML) to inject on top of the recording.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Recorded calls the program never asked for fail the replay, as misses do.",
+)
+@click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def replay(
-    cassette: str, command: tuple[str, ...], repeat: int, plan: str | None, fmt: str
+    cassette: str,
+    command: tuple[str, ...],
+    repeat: int,
+    plan: str | None,
+    strict: bool,
+    fmt: str,
 ) -> None:
     """Run a program offline against CASSETTE; report misses, unused and repeated calls.
 
@@ -108,17 +152,19 @@ def replay(
     \b
     faultdeck replay runs/base.jsonl -- python agent.py
     faultdeck replay runs/base.jsonl --repeat 20 --faults plans/quota.json -- python agent.py
+    faultdeck replay runs/base.jsonl --strict -- python agent.py
     """
-    load(cassette)  # a missing or corrupt cassette is an input error before anything runs
-    extra = {}
+    terms.use(terms.command_line(cassette, command))
+    check_cassette(cassette)  # a missing or corrupt cassette is an input error before a run
+    extra = {"FAULTDECK_CASSETTE_CHECKED": "1"}
     if plan is not None:
         FaultPlan.load(plan)
         extra["FAULTDECK_FAULTS"] = os.path.abspath(plan)
-    runs: list[tuple[int, dict[str, Any] | None, str]] = []
+    runs: list[Ran] = []
     for index in range(repeat):
         extra["FAULTDECK_RUN"] = str(index)
         runs.append(run_child(command, cassette, "replay", extra=extra, capture=repeat > 1))
-    passed = [code == 0 and report is not None and not report["misses"] for code, report, _ in runs]
+    passed = [replayed(code, report, strict) for code, report, _ in runs]
     rate = sum(passed) / repeat
     difference = first_difference([report for _, report, _ in runs])
     if fmt == "json":
@@ -134,6 +180,13 @@ def replay(
             }
         )
     else:
-        print_replays(console(), cassette, command, runs, passed, difference)
+        print_replays(console(), cassette, command, runs, passed, difference, strict=strict)
     if rate < 1:
         raise Finding
+
+
+def replayed(code: int, report: dict[str, Any] | None, strict: bool) -> bool:
+    """Whether a replay passed: exit 0, no miss, and (``strict``) no recorded call unused."""
+    if code != 0 or report is None or report["misses"]:
+        return False
+    return not (strict and report["unused"])

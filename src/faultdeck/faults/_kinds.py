@@ -89,7 +89,7 @@ class FaultKind:
         events: at the HTTP boundary, how it breaks a real stream's events.
         stream_break: at the HTTP boundary, how it breaks a stream off.
         rehearse: the rows it brings to the full rehearsal matrix: (label, its parameters
-            from the judging policy).
+            from the judging policy); each row runs at the calls the kind applies to.
         kills: the process dies at the call; a rehearsal restarts it and judges the restart.
     """
 
@@ -111,6 +111,16 @@ class FaultKind:
     def delays(self) -> bool:
         """Whether it only slows the call down (the call succeeds)."""
         return self.error is None
+
+    @property
+    def needs_stream(self) -> bool:
+        """Whether it breaks a stream off, and so can only happen where an answer streams."""
+        return self.stream_break is not None
+
+    def applies(self, kind: str, *, streamed: bool) -> bool:
+        """Whether it can happen at a call of boundary kind ``kind`` (whose answer streamed,
+        or not): a rehearsal's full matrix runs it only there."""
+        return kind in self.applies_to and (streamed or not self.needs_stream)
 
     @property
     def shapes_answers(self) -> bool:
@@ -195,7 +205,10 @@ _KINDS = (
         _transient_error,
         lambda p: f"transient({p['status']})",
         respond=transient_response,
-        rehearse=(("transient 503", lambda p: {"status": 503}),),
+        rehearse=(
+            ("transient 503", lambda p: {"status": 503}),
+            ("transient 529", lambda p: {"status": 529}),
+        ),
     ),
     FaultKind(
         "bad_tool_call",
@@ -224,6 +237,8 @@ _KINDS = (
         _CALLS,
         None,
         lambda p: f"latency({num(p['ms'])}ms)",
+        # Slow, yet under the slow-first-token threshold: nothing to retry, nothing to shed.
+        rehearse=(("latency", lambda p: {"ms": p.slow_first_token_ms / 2}),),
     ),
     FaultKind(
         "crash",
@@ -243,6 +258,7 @@ _KINDS = (
         _transient("connection_reset", "injected connection reset: the peer closed the connection"),
         _named("reset"),
         transport="reset",
+        rehearse=(("reset", lambda p: {}),),
     ),
     FaultKind(
         "stream_cut",
@@ -252,6 +268,7 @@ _KINDS = (
         _transient("stream_cut", "injected stream cut: the stream ended after {after} event(s)"),
         lambda p: f"stream_cut(after={p['after']})",
         stream_break=lambda p: StreamBreak(p["after"], p["how"]),
+        rehearse=(("stream cut", lambda p: {}),),
     ),
     FaultKind(
         "malformed_stream",
@@ -261,6 +278,7 @@ _KINDS = (
         _transient("malformed_stream", "injected malformed stream: an event could not be parsed"),
         _named("malformed_stream"),
         stream_break=lambda p: StreamBreak(1, "malformed"),
+        rehearse=(("malformed stream", lambda p: {}),),
     ),
 )
 

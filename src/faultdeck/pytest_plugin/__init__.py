@@ -1,0 +1,262 @@
+"""The pytest plugin: a cassette per test, replay by default, faults in a marker.
+
+Options (group ``faultdeck``): ``--faultdeck-mode`` (default ``replay``),
+``--faultdeck-faults PLAN``, ``--faultdeck-strict`` (recorded calls left unused fail the
+test), ``--block-network`` (in replay, a socket connection fails the test). Marker:
+``@pytest.mark.faultdeck(cassette=…, faults=…, match=…, mode=…)``. Fixtures: ``deck``,
+``faultdeck_config`` (a dict to override), ``virtual_clock``.
+
+Which setting wins is decided in one place, ``resolve``: the command line, then the marker,
+then ``faultdeck_config``, then the defaults. With ``CI`` set a miss never records: modes that
+would record a miss replay instead.
+
+While a test's deck is open, faultdeck's hints speak pytest: a miss, a missing cassette or an
+interrupted recording names the command that records that one test
+(``pytest 'tests/test_agent.py::test_two' --faultdeck-mode=record``). A test whose cassette
+does not exist yet fails saying so; a miss fails with the miss first and the test's own
+frames after it, faultdeck's and the SDKs' hidden (``--tb=long`` or ``--fulltrace`` shows
+them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Imported as a module: a ``pytest_…`` name in this namespace would be taken for a hook.
+from .._base import terms
+from .._base.clock import SystemClock, VirtualClock
+from .._base.config import MODES, load_settings
+from .._base.errors import CassetteNotFound, ConfigError, ReplayMiss
+from .._deck.deck import Deck
+from .._deck.report import Report
+from ._miss import MissReport, miss_report
+from ._network import NetworkBlocked, blocking
+from ._settings import KEYS, Resolved, cassette_name, default_cassette, rerecord_command, resolve
+
+__all__ = [
+    "KEYS",
+    "MissReport",
+    "NetworkBlocked",
+    "Resolved",
+    "cassette_name",
+    "default_cassette",
+    "rerecord_command",
+    "resolve",
+]
+
+DECK_KEY = pytest.StashKey[Deck]()
+RESOLVED_KEY = pytest.StashKey[Resolved]()
+MISSING_KEY = pytest.StashKey[CassetteNotFound]()
+REPORTS_KEY = pytest.StashKey[list[tuple[str, Report]]]()
+FAILED_KEY = pytest.StashKey[bool]()
+_CONCISE = ("auto", "short", "line")
+"""The ``--tb`` styles a miss is shown in as ``MissReport``; the others show every frame."""
+
+
+# -- hooks -----------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``faultdeck`` option group."""
+    group = parser.getgroup("faultdeck", "faultdeck: record, replay and rehearse boundary calls")
+    group.addoption(
+        "--faultdeck-mode",
+        choices=MODES,
+        default=None,
+        help="deck mode for every test (default: replay)",
+    )
+    group.addoption(
+        "--faultdeck-faults",
+        metavar="PLAN",
+        default=None,
+        help="a fault plan (JSON or TOML) injected in every test's deck",
+    )
+    group.addoption(
+        "--faultdeck-strict",
+        action="store_true",
+        default=None,
+        help="fail a test that leaves recorded calls unused",
+    )
+    group.addoption(
+        "--block-network",
+        action="store_true",
+        default=False,
+        help="in replay, fail a test that opens a network connection",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker, so that ``--strict-markers`` accepts it."""
+    config.addinivalue_line(
+        "markers",
+        "faultdeck(cassette=None, faults=None, match=None, mode=None): the test's deck "
+        "settings (the command line wins over these, these over faultdeck_config)",
+    )
+    config.stash[REPORTS_KEY] = []
+
+
+def _options(config: pytest.Config) -> dict[str, Any]:
+    return {
+        "mode": config.getoption("--faultdeck-mode"),
+        "faults": config.getoption("--faultdeck-faults"),
+        "strict": config.getoption("--faultdeck-strict"),
+    }
+
+
+def _marker(item: pytest.Item) -> dict[str, Any]:
+    marker = item.get_closest_marker("faultdeck")
+    return dict(marker.kwargs) if marker is not None else {}
+
+
+def _replaying(item: pytest.Item) -> bool:
+    mode = _options(item.config)["mode"] or _marker(item).get("mode") or "replay"
+    return mode == "replay" or (mode == "once" and bool(os.environ.get("CI")))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Fail a test whose cassette is not recorded yet; block the network if asked."""
+    missing = item.stash.get(MISSING_KEY, None)
+    if missing is not None:
+        # A failure of the test, not of its set-up: recording it is what makes it pass.
+        pytest.fail(f"faultdeck: {missing}", pytrace=False)
+    if not (item.config.getoption("--block-network") and _replaying(item)):
+        return (yield)
+    with blocking(item.nodeid):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Lead a miss's failure with the miss; fail a strict test that left calls unused."""
+    report = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(ReplayMiss):
+        _show_miss(item, report, call.excinfo.value)
+    deck = item.stash.get(DECK_KEY, None)
+    if deck is not None and call.when == "call":
+        item.stash[FAILED_KEY] = report.failed
+        if report.passed and item.stash[RESOLVED_KEY].strict:
+            _fail_unused(item, report, deck)
+    return report
+
+
+def _show_miss(item: pytest.Item, report: pytest.TestReport, miss: BaseException) -> None:
+    config = item.config
+    style = config.getoption("tbstyle")
+    if not config.getoption("fulltrace") and style in _CONCISE:
+        shown = miss_report(miss, config.invocation_params.dir, frames=style != "line")
+        if shown is not None:
+            # pytest prints any report with toterminal(); its own TerminalRepr is private.
+            report.longrepr = shown  # type: ignore[assignment]
+    resolved = item.stash.get(RESOLVED_KEY, None)
+    if resolved is None:
+        return  # a deck of the test's own: the plugin's options do not re-record it
+    record = terms.pytest_run(item.nodeid, ci=resolved.ci).record
+    if record not in str(miss):
+        report.sections.append(("faultdeck", f"re-record this test:\n  {record}"))
+
+
+def _fail_unused(item: pytest.Item, report: pytest.TestReport, deck: Deck) -> None:
+    unused = deck.report().unused
+    if not unused:
+        return
+    listed = "\n".join(
+        f"  seq {u.seq} {u.kind} {u.name} ({u.key}), {deck.path}:{u.line}" for u in unused
+    )
+    record = terms.pytest_run(item.nodeid, ci=item.stash[RESOLVED_KEY].ci).record
+    report.outcome = "failed"
+    report.longrepr = (
+        f"--faultdeck-strict: {len(unused)} recorded call(s) were never asked for:\n"
+        f"{listed}\nre-record if the test no longer makes them:\n  {record}"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Summarise the decks that had misses, unused calls or repeats."""
+    off = [(nodeid, r) for nodeid, r in config.stash.get(REPORTS_KEY, []) if not r.ok]
+    if not off:
+        return
+    terminalreporter.section("faultdeck")
+    for nodeid, report in off:
+        terminalreporter.write_line(
+            f"{nodeid}: {len(report.misses)} missed, {len(report.unused)} unused, "
+            f"{len(report.repeats)} repeated ({report.cassette})"
+        )
+
+
+# -- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def faultdeck_config() -> dict[str, Any]:
+    """Deck settings for the tests in scope; override this fixture to change them."""
+    return {}
+
+
+@pytest.fixture
+def virtual_clock() -> VirtualClock:
+    """A clock that never waits; the ``deck`` fixture's clock unless configured otherwise."""
+    return VirtualClock()
+
+
+@pytest.fixture
+def deck(
+    request: pytest.FixtureRequest,
+    faultdeck_config: dict[str, Any],
+    virtual_clock: VirtualClock,
+) -> Iterator[Deck]:
+    """The test's deck: its cassette is ``<test dir>/cassettes/<module>/<test name>.jsonl``,
+    or ``<root>/<cassette_dir>/<test file's path from the root>/<test name>.jsonl`` when
+    the project sets ``cassette_dir``. While it is open, hints name this test's commands."""
+    item = request.node
+    yield from _deck(item, faultdeck_config, virtual_clock)
+
+
+def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
+    test_path = Path(str(item.path))
+    try:
+        settings = load_settings(test_path.parent)
+        default = default_cassette(test_path, item.nodeid, settings)
+        resolved = resolve(
+            option=_options(item.config),
+            marker=_marker(item),
+            config=config,
+            default_cassette=default,
+            test_dir=test_path.parent,
+            ci=bool(os.environ.get("CI")),
+        )
+    except ConfigError as exc:
+        pytest.fail(f"faultdeck: {exc}", pytrace=False)
+    deck = Deck(
+        resolved.cassette,
+        mode=resolved.mode,
+        match=resolved.match,
+        faults=resolved.faults,
+        clock=clock if resolved.clock == "virtual" else SystemClock(),
+        allow_side_effects=resolved.allow_side_effects,
+        settings=settings,
+    )
+    item.stash[DECK_KEY] = deck
+    item.stash[RESOLVED_KEY] = resolved
+    # From set-up to teardown (a miss is raised in the call, the deck closes after it).
+    with terms.speaking(terms.pytest_run(item.nodeid, ci=resolved.ci)):
+        try:
+            deck.open()
+        except CassetteNotFound as exc:
+            item.stash[MISSING_KEY] = exc  # the call fails with it: see pytest_runtest_call
+            yield deck
+            return
+        try:
+            yield deck
+        finally:
+            # A test that failed while recording leaves a good cassette as it was: the new
+            # recording stays beside it (see Report.kept).
+            deck.close("error" if item.stash.get(FAILED_KEY, False) else "ok")
+    item.config.stash[REPORTS_KEY].append((item.nodeid, deck.report()))
