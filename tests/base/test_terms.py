@@ -15,7 +15,7 @@ def test_python_terms_hold_by_default(tmp_path: Path) -> None:
     assert terms.current() == terms.PYTHON
     with pytest.raises(fd.CassetteNotFound) as caught:
         fd.load(tmp_path / "none.jsonl")
-    assert str(caught.value).endswith("record it first with mode='record'")
+    assert str(caught.value).endswith('record it first with mode="record"')
 
 
 def test_speaking_sets_the_terms_inside_the_block_only(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ a strict replay, and hints that name the command the user ran."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -179,11 +180,11 @@ def test_show_says_outside_git_for_a_cassette_recorded_outside_git(tmp_path: Pat
         assert "recorded at not" not in done.stdout
 
 
-@pytest.mark.parametrize("command", ["show", "scan", "replay", "rehearse"])
+@pytest.mark.parametrize("command", ["show", "scan", "replay", "rehearse", "diff"])
 def test_format_lists_its_choices_with_help(tmp_path: Path, command: str) -> None:
     done = run(command, "--help", cwd=tmp_path)
     text = " ".join(done.stdout.split())
-    assert "--format [text|json]" in text
+    assert re.search(r"--format \[text\|json(\|html)?\]", text)
     assert "json for machines" in text
 
 
@@ -212,7 +213,7 @@ def test_a_miss_under_the_command_line_names_its_commands(
     program = " ".join(changed)
     assert f"re-record with faultdeck record run.jsonl -- {program}" in done.stderr
     assert f"record --mode append run.jsonl -- {program}" in done.stderr
-    assert "mode='record'" not in done.stderr + done.stdout
+    assert 'mode="record"' not in done.stderr + done.stdout
     # The program's traceback leads to its own line, then the miss; faultdeck's frames are
     # not in between.
     assert "faultdeck's own frames hidden" in done.stderr
@@ -233,7 +234,7 @@ def test_a_missing_cassette_names_the_record_command(tmp_path: Path, agent: list
 
 
 def test_python_keeps_python_terms(tmp_path: Path) -> None:
-    with pytest.raises(fd.CassetteNotFound, match="record it first with mode='record'"):
+    with pytest.raises(fd.CassetteNotFound, match='record it first with mode="record"'):
         fd.load(tmp_path / "none.jsonl")
 
 

@@ -62,8 +62,8 @@ def test_every_field_of_a_miss(cassette: Path) -> None:
     assert f"{cassette}:6" in message
     assert "args.top_k: recorded 5, now 10" in message
     assert "args.filters.year: recorded <absent>, now 2024" in message
-    assert "mode='record'" in message
-    assert "mode='append'" in message
+    assert 'mode="record"' in message
+    assert 'mode="append"' in message
 
 
 def test_a_miss_on_an_unknown_name_lists_what_was_recorded(cassette: Path) -> None:

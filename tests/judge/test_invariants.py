@@ -102,7 +102,7 @@ def test_replay_determinism_names_the_first_differing_op() -> None:
     found = fd.check(a, policy=POLICY, replays=[a, b])
     assert names(found) == ["replay_determinism"]
     assert found[0].op == "read"
-    assert "run 3 of 3 differs from run 1: degraded (transient) after 3 attempt(s)" in str(found[0])
+    assert "run 3 of 3 differs from run 1: degraded (transient) after 3 attempts" in str(found[0])
     timing = [fd.Outcome("plan", "ok", "v", elapsed_ms=5.0), ok("read")]
     assert fd.check(a, policy=POLICY, replays=[timing]) == []
 

@@ -87,7 +87,7 @@ def test_a_miss_through_the_sdk_leads_with_the_miss_and_the_tests_frames(
     )
     assert [name for name in FAULTDECK_FRAMES if name in text] == []
     assert "site-packages" not in text  # the SDK's and httpx's frames are not the test's
-    assert "mode='record'" not in result.stdout.str()
+    assert 'mode="record"' not in result.stdout.str()
     assert text.count("--faultdeck-mode=record") == 1  # one statement of the command
     result.stdout.fnmatch_lines(["FAILED test_agent.py::test_weather - ReplayMiss: replay miss*"])
 
@@ -101,7 +101,7 @@ def test_long_and_fulltrace_tracebacks_show_faultdecks_frames(recorded: pytest.P
         assert "handle_request" in text, flag
         assert "site-packages/openai" in text, flag
         assert COMMAND in text, flag  # the message speaks pytest whichever style shows it
-        assert "mode='record'" not in text, flag
+        assert 'mode="record"' not in text, flag
 
 
 def test_a_miss_with_tb_line_names_the_tests_line(recorded: pytest.Pytester) -> None:
@@ -139,8 +139,8 @@ def test_a_deck_of_the_tests_own_keeps_pythons_terms(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(
         [
             "ReplayMiss: replay miss at seq 1: tool read *",
-            "  if the change is intended, re-record with mode='record', or record only the "
-            "new calls with mode='append'",
+            '  if the change is intended, re-record with mode="record", or record only the '
+            'new calls with mode="append"',
             "",
             "test_calls.py:*: in test_own_deck",
         ]
@@ -228,7 +228,7 @@ def test_an_interrupted_recording_says_how_to_finish_it_with_pytest(
             "finish it with pytest test_calls.py::test_search --faultdeck-mode=resume*",
         ]
     )
-    assert "mode='resume'" not in result.stdout.str()
+    assert 'mode="resume"' not in result.stdout.str()
 
 
 # -- a test whose cassette is not recorded yet ------------------------------------------------
@@ -258,7 +258,7 @@ def test_a_test_without_its_cassette_fails_with_the_command_that_records_it(
             "with pytest test_new.py::test_new --faultdeck-mode=record",
         ]
     )
-    assert "mode='record'" not in result.stdout.str()
+    assert 'mode="record"' not in result.stdout.str()
     assert not (pytester.path / "ran").exists()  # the body never ran
     pytester.runpytest("test_new.py::test_new", "--faultdeck-mode=record").assert_outcomes(passed=1)
     assert pytester.path.joinpath(*CASSETTE).exists()

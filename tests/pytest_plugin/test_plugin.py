@@ -207,7 +207,7 @@ def test_strict_fails_a_test_that_leaves_calls_unused(pytester: pytest.Pytester)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*--faultdeck-strict: 1 recorded call(s) were never asked for:",
+            "*--faultdeck-strict: 1 recorded call never asked for:",
             "*seq 2 tool read (tool:*), *test_two.jsonl:3",
             "*pytest test_agent.py::test_two --faultdeck-mode=record",
         ]

@@ -1,6 +1,6 @@
 """Hints in the caller's terms: how a message tells its reader to record, append or resume.
 
-faultdeck is driven from Python (``mode='record'``), from the command line (``faultdeck
+faultdeck is driven from Python (``mode="record"``), from the command line (``faultdeck
 record CASSETTE -- CMD``) and from pytest (``--faultdeck-mode=record``), and a hint names
 the way its reader is running it. The edges say which: the command line for itself and,
 through ``FAULTDECK_TERMS``, for the program it runs; the pytest plugin around each test.
@@ -46,7 +46,7 @@ class Terms:
         return orjson.dumps(asdict(self)).decode()
 
 
-PYTHON = Terms(record="mode='record'", append="mode='append'", resume="mode='resume'")
+PYTHON = Terms(record='mode="record"', append='mode="append"', resume='mode="resume"')
 
 _current = PYTHON
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._base.clock import Clock, VirtualClock
 from .._base.errors import QuotaExhausted
+from .._base.words import plural
 from .._deck.report import CallRecord
 from .policy import NON_RETRYABLE_QUOTA, Outcome, Policy
 from .sdk_errors import SDK_ERRORS
@@ -213,7 +214,7 @@ def _determinism(
 
 def _describe(outcome: Outcome) -> str:
     detail = f" ({outcome.reason})" if outcome.reason else ""
-    return f"{outcome.status}{detail} after {outcome.attempts} attempt(s)"
+    return f"{outcome.status}{detail} after {plural(outcome.attempts, 'attempt')}"
 
 
 def _partial_work(outcomes: Sequence[Outcome], log: Sequence[CallRecord]) -> list[Violation]:

@@ -32,7 +32,13 @@ from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
 @click.option(
     "--ignore", multiple=True, metavar="FIELD", help="A field never compared (repeatable)."
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "html"]),
+    default="text",
+    help=f"{FORMAT_HELP[:-1]}; html: one self-contained page (with -o FILE).",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to a file.")
 def diff(
     a: str, b: str, responses: bool, ignore: tuple[str, ...], fmt: str, output: str | None

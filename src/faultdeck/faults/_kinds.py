@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._base.errors import BadToolCall, ProcessKilled, QuotaExhausted, TransientError
+from .._base.words import plural
 from ._checks import (
     REQUIRED,
     Spec,
@@ -265,7 +266,10 @@ _KINDS = (
         "a streamed answer stops after some events",
         {"after": (int_from(0), 1), "how": (one_of(("cut", "error_event")), "cut")},
         _STREAMED,
-        _transient("stream_cut", "injected stream cut: the stream ended after {after} event(s)"),
+        lambda p: TransientError(
+            f"injected stream cut: the stream ended after {plural(p['after'], 'event')}",
+            code="stream_cut",
+        ),
         lambda p: f"stream_cut(after={p['after']})",
         stream_break=lambda p: StreamBreak(p["after"], p["how"]),
         rehearse=(("stream cut", lambda p: {}),),

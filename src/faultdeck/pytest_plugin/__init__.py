@@ -32,6 +32,7 @@ from .._base import terms
 from .._base.clock import SystemClock, VirtualClock
 from .._base.config import MODES, load_settings
 from .._base.errors import CassetteNotFound, ConfigError, ReplayMiss
+from .._base.words import plural
 from .._deck.deck import Deck
 from .._deck.report import Report
 from ._miss import MissReport, miss_report
@@ -173,7 +174,7 @@ def _fail_unused(item: pytest.Item, report: pytest.TestReport, deck: Deck) -> No
     record = terms.pytest_run(item.nodeid, ci=item.stash[RESOLVED_KEY].ci).record
     report.outcome = "failed"
     report.longrepr = (
-        f"--faultdeck-strict: {len(unused)} recorded call(s) were never asked for:\n"
+        f"--faultdeck-strict: {plural(len(unused), 'recorded call')} never asked for:\n"
         f"{listed}\nre-record if the test no longer makes them:\n  {record}"
     )
 
