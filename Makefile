@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # suite runs on each, in .venv for the one `$(PY)` is and in .venv-X.Y for the others.
 PYTHONS := 3.11 3.13
 
-.PHONY: demo test test-pythons lint bench clean
+.PHONY: demo test test-pythons lint browser bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,9 +34,17 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/pytest
 	$(MAKE) --no-print-directory test-pythons
+
+# The web view's tests drive a real Chromium: Debian's package (Playwright cannot download a
+# browser here). Installed when missing, as root or through sudo.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  $$sudo apt-get update -q && $$sudo apt-get install -y -q chromium; }
 
 # Finds each Python on PATH or under pyenv. Missing one is an error in CI (CI is set) and
 # a warning elsewhere, so that `make test` still runs on a machine with one Python.

@@ -78,7 +78,16 @@ def test_every_stage_exists_and_every_module_is_placed() -> None:
     for name in STAGES:
         assert f"faultdeck.{name}" in MODULES, name
     edges = sorted({m.split(".")[1] for m in MODULES if "." in m and stage(m) == EDGE})
-    assert edges == ["__main__", "cli", "demo", "http", "pytest_plugin", "testing", "workshop"]
+    assert edges == [
+        "__main__",
+        "cli",
+        "demo",
+        "http",
+        "pytest_plugin",
+        "server",
+        "testing",
+        "workshop",
+    ]
 
 
 def later(module: str, found: Iterator[tuple[int, str]]) -> list[str]:

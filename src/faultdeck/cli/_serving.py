@@ -1,0 +1,134 @@
+"""``faultdeck serve``: the replay proxy, on a port any agent points its base URL at."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import cast
+
+import click
+
+from .._base.config import MODES, Mode
+from ..faults import FaultPlan
+from ._common import cli
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@cli.command()
+@click.option(
+    "--cassettes",
+    type=click.Path(file_okay=False),
+    default="cassettes",
+    show_default=True,
+    help="The folder cassette names resolve in (DIR/NAME.jsonl).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="The port; 0 picks a free one.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice([m for m in MODES if m != "off"]),
+    default="replay",
+    show_default=True,
+    help="Every cassette's mode: replay never reaches the upstream.",
+)
+@click.option("--upstream", help="The provider's origin live calls go to (https://api.openai.com).")
+@click.option(
+    "--faults",
+    "plan",
+    type=click.Path(dir_okay=False),
+    help="A fault plan (JSON or TOML) for every request.",
+)
+@click.option(
+    "--token",
+    envvar="FAULTDECK_TOKEN",
+    help="Require this token on every route (X-Faultdeck-Token); default $FAULTDECK_TOKEN.",
+)
+def serve(
+    cassettes: str,
+    host: str,
+    port: int,
+    mode: str,
+    upstream: str | None,
+    plan: str | None,
+    token: str | None,
+) -> None:
+    """Serve cassettes over HTTP: point an SDK's base URL at /c/NAME and it records or
+    replays through DIR/NAME.jsonl.
+
+    \b
+    faultdeck serve --mode record --upstream https://api.openai.com
+    faultdeck serve --cassettes runs --faults plans/quota.json
+    OpenAI base URL: http://127.0.0.1:8765/c/NAME/v1; Anthropic: http://127.0.0.1:8765/c/NAME
+    """
+    if host not in LOOPBACK and not token:
+        raise click.ClickException(
+            f"--host {host} is reachable from other machines; "
+            "set --token (or FAULTDECK_TOKEN) to serve there"
+        )
+    if mode != "replay" and not upstream:
+        raise click.UsageError(f"--mode {mode} reaches the provider: give --upstream URL")
+    try:
+        import uvicorn
+
+        from ..server._config import ServerConfig
+        from ..server.app import make_app
+    except ImportError as exc:
+        raise click.ClickException(
+            f"faultdeck serve needs {exc.name}: pip install 'faultdeck[server]'"
+        ) from None
+    config = ServerConfig(
+        cassettes=Path(cassettes),
+        mode=cast("Mode", mode),  # click.Choice checked it
+        upstream=upstream,
+        faults=FaultPlan.load(plan) if plan is not None else None,
+        token=token,
+    )
+    app = make_app(config)
+    sock = _bind(host, port)
+    url = _url(host, sock.getsockname()[1])
+    click.echo(f"faultdeck: serving {url} (mode {mode}, cassettes {cassettes})")
+    click.echo(f"  OpenAI base URL:    {url}/c/NAME/v1")
+    click.echo(f"  Anthropic base URL: {url}/c/NAME")
+    sys.stdout.flush()
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
+    )
+    # uvicorn shuts down gracefully on SIGINT and SIGTERM (the cassettes get their end
+    # lines), then raises the signal again for the handler it found: this one lets the
+    # command end as a clean stop, exit 0.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stopped)
+    server.run(sockets=[sock])
+
+
+def _stopped(sig: int, frame: object) -> None:
+    return None
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    # Listening before the URL is printed: a client that connects at once waits in the
+    # backlog until uvicorn accepts, instead of being refused.
+    sock.listen(2048)
+    return sock
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"

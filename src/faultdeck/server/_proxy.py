@@ -1,0 +1,277 @@
+"""The replay proxy: ``ANY /c/{name}/v1/…`` answered through the cassette ``name``.
+
+Each request goes through an ``httpx.AsyncClient`` whose transport is faultdeck's own
+``AsyncTransport`` around the cassette's deck, so a request through the proxy becomes
+exactly the call, the key and the stored answer that the in-process HTTP boundary makes
+of it (same redaction: the client's API key is forwarded, never stored). Live calls go to
+``--upstream`` + the provider path; a replay opens no connection.
+
+One deck per cassette, opened on first use and shared by every client of that name, so a
+cassette has one writer; ``Decks.close`` writes their end lines on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from .._base.errors import (
+    CassetteLocked,
+    CassetteNotFound,
+    ConfigError,
+    FaultdeckError,
+    ProcessKilled,
+    ReplayMiss,
+)
+from .._deck.deck import Deck
+from ..http import AsyncTransport
+from ._config import ServerConfig
+from ._faults import HEADER, RequestFaults, parse_header, request_fault
+from ._names import NameRefused, cassette_name, cassette_path
+from ._responses import error
+
+# Headers that belong to one hop, or to faultdeck, never forwarded to the upstream.
+_NOT_FORWARDED = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "upgrade",
+        "trailer",
+        "proxy-authorization",
+        "proxy-connection",
+        "accept-encoding",
+        "cookie",
+    }
+)
+_NOT_RELAYED = frozenset(
+    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+)
+# Never reached the upstream: nothing was recorded, the client is told so (502).
+_UNREACHED = (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)
+_PROVIDER_ROOT = "v1"
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """``NAME/v1/chat/completions`` → (``NAME``, ``/v1/chat/completions``): the name is
+    every segment before the first ``v1`` segment.
+
+    Raises:
+        NameRefused: there is no ``v1`` segment after a name (404).
+    """
+    segments = target.split("/")
+    if _PROVIDER_ROOT in segments[1:]:
+        at = segments.index(_PROVIDER_ROOT, 1)
+        return "/".join(segments[:at]), "/" + "/".join(segments[at:])
+    raise NameRefused(
+        404, "no provider path after the cassette name: use /c/NAME/v1/… (e.g. /c/run/v1/models)"
+    )
+
+
+class _NoUpstream:
+    """The inner transport when no upstream is set: every live call is refused."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        raise httpx.ConnectError(
+            "no upstream: start the server with --upstream URL to record", request=request
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass(slots=True)
+class _Opened:
+    deck: Deck
+    client: httpx.AsyncClient
+
+
+class Decks:
+    """The open decks, one per cassette file, each with the client that goes through it.
+
+    Args:
+        config: the server's settings.
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self._open: dict[str, _Opened] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the cassettes open now."""
+        return sorted(cassette_name(self.config.cassettes, Path(p)) for p in self._open)
+
+    async def client(self, name: str) -> httpx.AsyncClient:
+        """The client for cassette ``name``, opening its deck on first use.
+
+        Raises:
+            NameRefused: the name may not be used.
+            FaultdeckError: the cassette cannot be opened (missing in replay, locked, …).
+        """
+        path = cassette_path(self.config.cassettes, name)
+        opened = self._open.get(str(path))
+        if opened is not None:
+            return opened.client
+        async with self._lock:
+            opened = self._open.get(str(path))
+            if opened is None:
+                opened = self._open_deck(path)
+                self._open[str(path)] = opened
+        return opened.client
+
+    def _open_deck(self, path: Path) -> _Opened:
+        config = self.config
+        if config.mode != "replay":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        deck = Deck(path, mode=config.mode, faults=RequestFaults(config.faults))
+        deck.open()
+        inner: Any = (
+            _NoUpstream()
+            if config.upstream is None or config.mode == "replay"
+            else httpx.AsyncHTTPTransport()
+        )
+        transport = AsyncTransport(deck, httpx=httpx, transport=inner)
+        timeout = httpx.Timeout(None, connect=10.0)
+        return _Opened(deck, httpx.AsyncClient(transport=transport, timeout=timeout))
+
+    async def close(self) -> None:
+        """Close every deck (its end line, its lock) and its client."""
+        async with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        problems: list[FaultdeckError] = []
+        for one in opened:
+            await one.client.aclose()
+            try:
+                one.deck.close("ok")
+            except FaultdeckError as exc:  # one cassette that cannot be closed spares the rest
+                problems.append(exc)
+        if problems:
+            raise problems[0]
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The request's body, or ``None`` when it is over ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _opening_error(exc: FaultdeckError) -> Response:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, CassetteNotFound):
+        return error(404, "faultdeck_cassette_not_found", first)
+    if isinstance(exc, CassetteLocked):
+        return error(409, "faultdeck_cassette_locked", first)
+    if isinstance(exc, ConfigError):
+        return error(400, "faultdeck_bad_request", first)
+    return error(409, "faultdeck_cassette_unusable", first)
+
+
+async def proxy(request: Request) -> Response:
+    """``ANY /c/{name}/v1/…``: the provider's answer, from the cassette or the upstream."""
+    decks: Decks = request.app.state.decks
+    config = decks.config
+    try:
+        name, path = split_target(request.path_params["name"])
+        fault_header = request.headers.get(HEADER)
+        fault = parse_header(fault_header) if fault_header is not None else None
+        body = await read_body(request, config.max_body)
+        if body is None:
+            return error(413, "faultdeck_too_large", f"request body over {config.max_body} bytes")
+        client = await decks.client(name)
+    except NameRefused as exc:
+        return error(exc.status, "faultdeck_bad_name", exc.reason)
+    except FaultdeckError as exc:
+        return _opening_error(exc)
+    upstream = (config.upstream or "http://upstream.invalid").rstrip("/")
+    query = request.url.query
+    outgoing = client.build_request(
+        request.method,
+        f"{upstream}{path}" + (f"?{query}" if query else ""),
+        headers=[(k, v) for k, v in request.headers.items() if _forwarded(k)],
+        content=body,
+    )
+    try:
+        with request_fault(fault):
+            answer = await client.send(outgoing, stream=True)
+    except ReplayMiss as exc:
+        return error(404, "faultdeck_replay_miss", str(exc), {"x-should-retry": "false"})
+    except _UNREACHED as exc:
+        return error(502, "faultdeck_upstream_unreachable", f"{upstream}: {exc}")
+    except (httpx.TransportError, ProcessKilled):
+        return Relayed(None)  # a timeout, a reset, a crash: the connection drops
+    except FaultdeckError as exc:
+        return _opening_error(exc)
+    return Relayed(answer)
+
+
+def _forwarded(header: str) -> bool:
+    lower = header.lower()
+    return lower not in _NOT_FORWARDED and not lower.startswith("x-faultdeck-")
+
+
+class Relayed(Response):
+    """The upstream's (or the cassette's) answer relayed as it comes; a stream chunk by
+    chunk. ``None``, or a stream that breaks, drops the connection before the answer is
+    complete, as a reset would.
+    """
+
+    def __init__(self, answer: httpx.Response | None) -> None:
+        self.answer = answer
+        self.status_code = 200 if answer is None else answer.status_code
+        self.background = None
+        self.raw_headers = (
+            []
+            if answer is None
+            else [
+                (k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in answer.headers.multi_items()
+                if k.lower() not in _NOT_RELAYED
+            ]
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer = self.answer
+        if answer is None:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            return
+        try:
+            streamed = "text/event-stream" in answer.headers.get("content-type", "")
+            headers = list(self.raw_headers)
+            if not streamed:
+                content = await answer.aread()
+                headers.append((b"content-length", str(len(content)).encode()))
+                start = {"type": "http.response.start", "status": self.status_code}
+                await send({**start, "headers": headers})
+                await send({"type": "http.response.body", "body": content})
+                return
+            await send(
+                {"type": "http.response.start", "status": self.status_code, "headers": headers}
+            )
+            async for chunk in answer.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.TransportError:
+            return  # the stream broke off (a cut, a reset): the connection drops with it
+        finally:
+            await answer.aclose()
+        await send({"type": "http.response.body", "body": b""})
