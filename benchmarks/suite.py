@@ -5,6 +5,7 @@ deck_call     2.1-2.2  Deck.call replay against sha256 + a dict lookup
 loading       3.1      faultdeck.load of 100,000 calls against orjson per line
 recording     4.1-4.2  recording against bare writes (flush; fsync)
 rehearsal     5.1      fresh one-fault replays per second
+serve         6.1      faultdeck serve replay throughput against a bare Starlette app
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import deck_call, http_replay, loading, recording, rehearsal
+from . import deck_call, http_replay, loading, recording, rehearsal, serve
 from ._results import Goal, machine, table
 from ._timing import Timing
 
@@ -33,6 +34,7 @@ class Sizes:
     record: recording.Plan
     replays: int
     replay_reps: int
+    serve: serve.Plan
 
 
 FULL = Sizes(
@@ -51,6 +53,7 @@ FULL = Sizes(
     record=recording.Plan(flush_calls=5000, fsync_calls=500, reps=11),
     replays=300,
     replay_reps=7,
+    serve=serve.Plan(calls=200, reps=9),
 )
 """The sizes the goals speak of."""
 
@@ -70,6 +73,7 @@ QUICK = Sizes(
     record=recording.Plan(flush_calls=10, fsync_calls=5, reps=1),
     replays=6,
     replay_reps=1,
+    serve=serve.Plan(calls=5, reps=1),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
@@ -101,16 +105,18 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     found_on = machine()
     with tempfile.TemporaryDirectory(prefix="faultdeck-bench-") as tmp:
         workdir = Path(tmp)
-        tell("1/5 HTTP replay: recording, then faultdeck, floor and vcrpy (vcrpy is slow)")
+        tell("1/6 HTTP replay: recording, then faultdeck, floor and vcrpy (vcrpy is slow)")
         http = http_replay.run(sizes.http, workdir)
-        tell("2/5 Deck.call replay")
+        tell("2/6 Deck.call replay")
         calls = deck_call.run(sizes.calls, workdir)
-        tell(f"3/5 loading a {sizes.load_calls:,}-call cassette")
+        tell(f"3/6 loading a {sizes.load_calls:,}-call cassette")
         loaded = loading.run(sizes.load_calls, sizes.load_reps, workdir)
-        tell("4/5 recording overhead")
+        tell("4/6 recording overhead")
         recorded = recording.run(sizes.record, workdir)
-        tell("5/5 rehearsal throughput")
+        tell("5/6 rehearsal throughput")
         rehearsed = rehearsal.run(sizes.replays, sizes.replay_reps, workdir)
+        tell("6/6 faultdeck serve replay throughput")
+        served = serve.run(sizes.serve, workdir)
         where = f"{tempfile.gettempdir()} ({_filesystem(workdir)})"
     goals = [
         *http_replay.goals(sizes.http, http),
@@ -118,10 +124,14 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         *loading.goals(loaded),
         *recording.goals(recorded),
         *rehearsal.goals(rehearsed),
+        *serve.goals(sizes.serve, served),
     ]
     header, rows = http_replay.details(http)
-    details = [("HTTP replay, per call", table(header, rows))]
-    notes = _notes(sizes, where, http)
+    details = [
+        ("HTTP replay, per call", table(header, rows)),
+        ("faultdeck serve replay, per request", table(*serve.details(served))),
+    ]
+    notes = [*_notes(sizes, where, http), serve.NOTE]
     return Results(goals, details, notes, found_on, time.perf_counter() - started)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.support import ROOT
 
-ROWS = [*(f"1.{i}" for i in range(1, 9)), "2.1", "2.2", "3.1", "4.1", "4.2", "5.1"]
+ROWS = [*(f"1.{i}" for i in range(1, 9)), "2.1", "2.2", "3.1", "4.1", "4.2", "5.1", "6.1"]
 MACHINE = ("date", "python", "platform", "cpu", "cores", "faultdeck", "httpx", "vcrpy", "orjson")
 
 

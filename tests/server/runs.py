@@ -14,9 +14,8 @@ import uvicorn
 from starlette.applications import Starlette
 
 import faultdeck as fd
-from faultdeck.server._api import api_routes
 from faultdeck.server._config import ServerConfig
-from faultdeck.server._pages import page_routes
+from faultdeck.server.app import make_app
 from tests.support.calls import returns
 
 FILLER = "You are a careful coding agent. Keep every change small and explain it. " * 4
@@ -53,13 +52,13 @@ def record_folder(root: Path) -> ServerConfig:
 
 
 def app(config: ServerConfig) -> Starlette:
-    """The API and the pages, without the rest of the server."""
-    return Starlette(routes=api_routes(config) + page_routes(config))
+    """The server's application, as ``faultdeck serve`` runs it."""
+    return make_app(config)
 
 
 @contextmanager
 def serving(config: ServerConfig) -> Iterator[str]:
-    """The API and the pages served by uvicorn on 127.0.0.1, in a thread; yields the base
+    """The server served by uvicorn on 127.0.0.1, in a thread; yields the base
     URL and stops the server after.
 
     The socket is bound and listening before uvicorn starts, so a request made at once

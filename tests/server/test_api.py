@@ -190,3 +190,17 @@ def test_the_list_page_sorts_by_each_column(client: TestClient) -> None:
     assert order("size")[0] == "broken"
     assert order("size")[-1] == "runs/quota"
     assert order("nonsense") == order("name")
+
+
+@pytest.mark.parametrize("picks", [["base"], ["base", "runs/french", "runs/quota"]])
+def test_the_list_pages_ticks_are_two_or_a_400(client: TestClient, picks: list[str]) -> None:
+    answer = client.get("/ui/diff", params={"pick": picks})
+    assert answer.status_code == 400
+    assert f"tick two cassettes to diff, not {len(picks)}" in answer.text
+
+
+def test_two_ticks_diff_the_upper_one_as_a(client: TestClient) -> None:
+    ticked = client.get("/api/diff", params={"pick": ["base", "runs/french"]}).json()
+    named = client.get("/api/diff", params={"a": "base", "b": "runs/french"}).json()
+    assert ticked == named
+    assert (ticked["a"], ticked["b"]) == ("base", "runs/french")

@@ -14,10 +14,14 @@ from playwright.sync_api import Browser, Page, sync_playwright
 import faultdeck as fd
 from faultdeck.server._config import ServerConfig
 from tests.server.runs import record_folder, serving
+from tests.support import ROOT
 from tests.support.calls import returns
 
 HOSTILE = '</pre><script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 """Markup a cassette may hold in its args and answers: shown as text, never run."""
+
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+"""Where the browser tests leave their screenshots (kept after the run, ignored by git)."""
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +32,7 @@ def browser() -> Iterator[Browser]:
             "these tests drive a real browser and Chromium is not installed: "
             "apt-get install -y chromium (make test installs it when missing)"
         )
+    SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium, headless=True)
         yield launched
@@ -62,9 +67,9 @@ def test_pick_two_cassettes_press_diff_and_read_the_first_divergence(
     page: Page, site: str, tmp_path: Path
 ) -> None:
     page.goto(f"{site}/ui/")
-    page.check('input[name="a"][value="base"]')
-    page.check('input[name="b"][value="runs/french"]')
-    page.screenshot(path=tmp_path / "list.png", full_page=True)
+    page.check('input[name="pick"][value="base"]')
+    page.check('input[name="pick"][value="runs/french"]')
+    page.screenshot(path=SHOTS / "list.png", full_page=True)
     page.get_by_role("button", name="diff").click()
     page.wait_for_url("**/ui/diff?*")
 
@@ -79,7 +84,10 @@ def test_pick_two_cassettes_press_diff_and_read_the_first_divergence(
     assert "Answer in" in field.locator(".a").inner_text()
     page.get_by_role("link", name="show").click()
     assert page.url.endswith("#first")
-    page.screenshot(path=tmp_path / "diff.png", full_page=True)
+    page.screenshot(path=SHOTS / "diff.png", full_page=True)
+    page.get_by_role("link", name="swap A and B").click()
+    assert field.locator("del").inner_text() == "French"
+    assert page.locator("tr.fields-row tr.field").first.locator("ins").inner_text() == "English"
 
 
 def test_open_a_cassette_expand_a_call_and_read_its_args(
@@ -100,7 +108,7 @@ def test_open_a_cassette_expand_a_call_and_read_its_args(
     assert faulted.locator(".badge").inner_text() == "quota"
     assert "QuotaExhausted" in faulted.locator(".error").inner_text()
     assert page.inner_text("#status") == "failed"
-    page.screenshot(path=tmp_path / "cassette.png", full_page=True)
+    page.screenshot(path=SHOTS / "cassette.png", full_page=True)
 
 
 def test_the_list_sorts_by_a_column_link(page: Page, site: str) -> None:
@@ -140,4 +148,4 @@ def test_markup_in_a_cassette_is_shown_as_text_and_never_runs(page: Page, tmp_pa
         assert "<script>window.pwned=3</script>" in page.inner_text("#reason")
         assert page.locator("body script").count() == 0
         assert page.evaluate("window.pwned") is None
-        page.screenshot(path=tmp_path / "escaped.png", full_page=True)
+        page.screenshot(path=SHOTS / "escaped.png", full_page=True)

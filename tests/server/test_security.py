@@ -20,6 +20,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.testclient import TestClient
 
 import faultdeck as fd
 from faultdeck._cassette.reader import load
@@ -332,3 +333,34 @@ def test_concurrent_clients_record_every_line_then_replay_without_a_5xx(tmp_path
     assert len(misses) == 4 * RECORDED
     assert {m["error"]["type"] for m in misses} == {"faultdeck_replay_miss"}
     assert os.path.exists(cassettes / "load.jsonl")
+
+
+def test_a_body_that_says_json_and_is_not_is_a_400_before_any_lookup(tmp_path: Path) -> None:
+    for config in (
+        ServerConfig(cassettes=tmp_path),
+        ServerConfig(cassettes=tmp_path, mode="record", upstream=dead_url()),
+    ):
+        with TestClient(make_app(config)) as client:
+            answer = client.post(
+                "/c/agent/v1/chat/completions",
+                content=b'{"model": "m", "messages": [',
+                headers={"content-type": "application/json"},
+            )
+        assert answer.status_code == 400
+        error = answer.json()["error"]
+        assert error["type"] == "faultdeck_bad_request"
+        assert error["message"].startswith("the request body is not JSON")
+        assert "\n" not in error["message"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_listening_socket_is_tcp_so_each_connection_gets_nodelay() -> None:
+    # asyncio sets TCP_NODELAY on accepted sockets only when the listener says IPPROTO_TCP;
+    # without it every keep-alive request after the first waits on a delayed ACK.
+    from faultdeck.cli._serving import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()

@@ -12,6 +12,7 @@ import click
 
 from .._base.config import MODES, Mode
 from ..faults import FaultPlan
+from ..server._config import MAX_BODY
 from ._common import cli
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -52,6 +53,14 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
     envvar="FAULTDECK_TOKEN",
     help="Require this token on every route (X-Faultdeck-Token); default $FAULTDECK_TOKEN.",
 )
+@click.option(
+    "--max-body",
+    type=click.IntRange(1),
+    default=MAX_BODY,
+    show_default=True,
+    metavar="BYTES",
+    help="The largest request body read; a larger one is a 413.",
+)
 def serve(
     cassettes: str,
     host: str,
@@ -60,6 +69,7 @@ def serve(
     upstream: str | None,
     plan: str | None,
     token: str | None,
+    max_body: int,
 ) -> None:
     """Serve cassettes over HTTP: point an SDK's base URL at /c/NAME and it records or
     replays through DIR/NAME.jsonl.
@@ -91,6 +101,7 @@ def serve(
         upstream=upstream,
         faults=FaultPlan.load(plan) if plan is not None else None,
         token=token,
+        max_body=max_body,
     )
     app = make_app(config)
     sock = _bind(host, port)
@@ -116,7 +127,7 @@ def _stopped(sig: int, frame: object) -> None:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

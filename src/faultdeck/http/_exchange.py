@@ -35,6 +35,7 @@ class Owner(Protocol):
     deck: Deck
     httpx: Any
     keep: frozenset[str]
+    stream_timing: bool
 
     def has_failures(self) -> bool: ...
     def failed(self, identity: str) -> None: ...
@@ -180,7 +181,7 @@ class Exchange:
             headers,
             replayed,
             clock=self.owner.deck.clock,
-            timed=self.owner.deck.latency == "recorded",
+            timed=self.owner.stream_timing,
             httpx=self.owner.httpx,
             failed=self.failed,
         )

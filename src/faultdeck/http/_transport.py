@@ -59,8 +59,10 @@ class _Base:
         httpx: Any = None,
         transport: Any = None,
         keep_headers: tuple[str, ...] = (),
+        stream_timing: bool = False,
     ) -> None:
         self.deck = deck
+        self.stream_timing = stream_timing or deck.latency == "recorded"
         self.httpx = _module(httpx)
         self.inner = transport
         self.keep = KEEP_REQUEST_HEADERS | frozenset(h.lower() for h in keep_headers)
@@ -93,6 +95,8 @@ class Transport(_Base, _SyncBases):
             made only when a call goes live (replay opens no socket).
         keep_headers: request headers to keep in args besides ``anthropic-version``,
             ``anthropic-beta`` and ``openai-beta``.
+        stream_timing: replay streams with their recorded timing on a system clock too
+            (on a ``VirtualClock`` they always have it; ``latency="recorded"`` implies it).
     """
 
     def handle_request(self, request: Any) -> Any:

@@ -61,13 +61,19 @@ def open_cassette(config: ServerConfig, name: str) -> Recording:
 
 
 def diff_of(config: ServerConfig, request: Request) -> CallPathDiff:
-    """The diff a request asks for: ``a`` and ``b`` (cassette names), ``responses=1`` to
-    compare outputs too, ``ignore=FIELD`` (repeatable) for fields never compared.
+    """The diff a request asks for: ``a`` and ``b`` (cassette names), or two ``pick``
+    (the list page's ticked boxes, A the first), ``responses=1`` to compare outputs too,
+    ``ignore=FIELD`` (repeatable) for fields never compared.
 
     Raises:
         Refused: a missing name (400), or one ``open_cassette`` refuses.
     """
+    picks = request.query_params.getlist("pick")
+    if picks and len(picks) != 2:
+        raise Refused(400, f"tick two cassettes to diff, not {len(picks)}")
     names = {side: request.query_params.get(side, "") for side in ("a", "b")}
+    if picks:
+        names = {"a": picks[0], "b": picks[1]}
     missing = [side for side, name in names.items() if not name]
     if missing:
         raise Refused(400, f"pick both cassettes: a=NAME and b=NAME (missing {', '.join(missing)})")

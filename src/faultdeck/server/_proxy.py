@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -142,7 +143,8 @@ class Decks:
             if config.upstream is None or config.mode == "replay"
             else httpx.AsyncHTTPTransport()
         )
-        transport = AsyncTransport(deck, httpx=httpx, transport=inner)
+        # A replayed stream comes as it was recorded: its first event late, the rest paced.
+        transport = AsyncTransport(deck, httpx=httpx, transport=inner, stream_timing=True)
         timeout = httpx.Timeout(None, connect=10.0)
         return _Opened(deck, httpx.AsyncClient(transport=transport, timeout=timeout))
 
@@ -187,6 +189,18 @@ def _opening_error(exc: FaultdeckError) -> Response:
     return error(409, "faultdeck_cassette_unusable", first)
 
 
+def not_json(request: Request, body: bytes) -> str | None:
+    """Why a body that says it is JSON is not, in one line; ``None`` when it is (or does
+    not say so). The providers' APIs take JSON: nothing else is forwarded or looked up."""
+    if not body or "json" not in request.headers.get("content-type", ""):
+        return None
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return f"the request body is not JSON ({exc}); send the JSON the provider's API takes"
+    return None
+
+
 async def proxy(request: Request) -> Response:
     """``ANY /c/{name}/v1/…``: the provider's answer, from the cassette or the upstream."""
     decks: Decks = request.app.state.decks
@@ -198,6 +212,9 @@ async def proxy(request: Request) -> Response:
         body = await read_body(request, config.max_body)
         if body is None:
             return error(413, "faultdeck_too_large", f"request body over {config.max_body} bytes")
+        unreadable = not_json(request, body)
+        if unreadable is not None:
+            return error(400, "faultdeck_bad_request", unreadable)
         client = await decks.client(name)
     except NameRefused as exc:
         return error(exc.status, "faultdeck_bad_name", exc.reason)
