@@ -277,7 +277,25 @@ async def test_an_unreachable_upstream_is_a_502_and_nothing_is_written(tmp_path:
     await decks.close()
     message = await one_line_error(response, 502)
     assert "127.0.0.1" in message
-    assert load(tmp_path / "down.jsonl").entries == ()
+    assert list(tmp_path.iterdir()) == []  # the cassette it opened held nothing: taken back
+
+
+async def test_a_recording_that_got_answers_is_kept_beside_one_that_got_none(
+    tmp_path: Path,
+) -> None:
+    up = tmp_path / "up.jsonl"
+    with fd.Deck(up, mode="record") as deck:
+        deck.call("tool", "t", {}, lambda: 1)
+    before = up.read_bytes()
+    app = make_app(ServerConfig(cassettes=tmp_path, mode="record", upstream=dead_url()))
+    async with client_of(app) as client:
+        for name in ("team/a/down", "up"):
+            answer = await client.post(f"/c/{name}/v1/chat/completions", json=CHAT)
+            assert answer.status_code == 502
+    await app.state.decks.close()
+    # A cassette that was there before is never removed, nor a folder that was there.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["up.jsonl"]
+    assert up.read_bytes() == before
 
 
 # -- under load ---------------------------------------------------------------------------

@@ -13,6 +13,8 @@ cassette has one writer; ``Decks.close`` writes their end lines on shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,8 @@ from .._base.errors import (
     ProcessKilled,
     ReplayMiss,
 )
+from .._cassette.reader import load
+from .._cassette.writer import partial_path
 from .._deck.deck import Deck
 from ..http import AsyncTransport
 from ._config import ServerConfig
@@ -95,6 +99,9 @@ class _NoUpstream:
 class _Opened:
     deck: Deck
     client: httpx.AsyncClient
+    made: tuple[Path, ...] = ()
+    """What opening the deck created (the cassette, its new folders), to take back when the
+    server stops having recorded nothing into it."""
 
 
 class Decks:
@@ -134,7 +141,10 @@ class Decks:
 
     def _open_deck(self, path: Path) -> _Opened:
         config = self.config
-        if config.mode != "replay":
+        made: tuple[Path, ...] = ()
+        if config.mode != "replay" and not path.exists():
+            missing = [p for p in path.parents if not p.exists()]
+            made = (path, *missing)  # innermost first: the order they are taken back in
             path.parent.mkdir(parents=True, exist_ok=True)
         deck = Deck(path, mode=config.mode, faults=RequestFaults(config.faults))
         deck.open()
@@ -146,7 +156,7 @@ class Decks:
         # A replayed stream comes as it was recorded: its first event late, the rest paced.
         transport = AsyncTransport(deck, httpx=httpx, transport=inner, stream_timing=True)
         timeout = httpx.Timeout(None, connect=10.0)
-        return _Opened(deck, httpx.AsyncClient(transport=transport, timeout=timeout))
+        return _Opened(deck, httpx.AsyncClient(transport=transport, timeout=timeout), made)
 
     async def close(self) -> None:
         """Close every deck (its end line, its lock) and its client."""
@@ -155,12 +165,45 @@ class Decks:
         problems: list[FaultdeckError] = []
         for one in opened:
             await one.client.aclose()
+            # A fresh recording that holds nothing (the upstream never answered) does not
+            # replace the cassette it would have: closed as failed, the old one stays.
+            partial = Path(partial_path(os.path.realpath(one.deck.path)))
+            empty = partial.exists() and not _holds_calls(partial)
             try:
-                one.deck.close("ok")
+                one.deck.close("error" if empty else "ok")
             except FaultdeckError as exc:  # one cassette that cannot be closed spares the rest
                 problems.append(exc)
+                continue
+            if empty:
+                partial.unlink(missing_ok=True)
+            if one.made:
+                _take_back(one.made)
         if problems:
             raise problems[0]
+
+
+def _holds_calls(path: Path) -> bool:
+    """Whether the cassette at ``path`` holds a recorded call (an unreadable one counts as
+    holding something: it is not ours to remove)."""
+    try:
+        return bool(load(path).entries)
+    except FaultdeckError:
+        return True
+
+
+def _take_back(made: tuple[Path, ...]) -> None:
+    """Remove a cassette the server created but recorded nothing into (every call failed
+    before an answer, or none came), and the folders made for it, if still empty."""
+    cassette, *folders = made
+    if _holds_calls(cassette):
+        return
+    with contextlib.suppress(OSError):
+        cassette.unlink()
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty: something else lives there now
+            return
 
 
 async def read_body(request: Request, limit: int) -> bytes | None:
