@@ -70,6 +70,7 @@ def run_all(server: Served) -> dict[str, Any]:
         base_url=server.base("sdk/anthropic"), api_key=ANTHROPIC_KEY, max_retries=0
     ) as claude:
         answers.update(anthropic_sync(claude))
+    answers["anthropic_async_stream"] = asyncio.run(claude_stream(server))
     plain = httpx.get(f"{server.base('plain')}/v1/models")
     answers["plain"] = [plain.status_code, [m["id"] for m in plain.json()["data"]]]
     return answers
@@ -118,6 +119,16 @@ def anthropic_sync(claude: anthropic.Anthropic) -> dict[str, Any]:
     return answers
 
 
+async def claude_stream(server: Served) -> str:
+    async with anthropic.AsyncAnthropic(
+        base_url=server.base("sdk/anthropic-async"), api_key=ANTHROPIC_KEY, max_retries=0
+    ) as claude:
+        async with claude.messages.stream(
+            model=ANTHROPIC_MODEL, max_tokens=64, messages=ASKED
+        ) as stream:
+            return "".join([text async for text in stream.text_stream])
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """Every client recorded through a record-mode server; the server stopped by SIGTERM."""
@@ -129,9 +140,14 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
         ) as server:
             answers = run_all(server)
             health = httpx.get(f"{server.url}/api/health").json()
-            assert health["open"] == ["plain", "sdk/anthropic", "sdk/openai"]
+            assert health["open"] == [
+                "plain",
+                "sdk/anthropic",
+                "sdk/anthropic-async",
+                "sdk/openai",
+            ]
             assert server.stop() == 0
-        assert len(upstream.requests) == 6
+        assert len(upstream.requests) == 7
         url = upstream.url
     assert_dead(url)
     return cassettes, answers
@@ -145,6 +161,7 @@ def test_every_client_records_through_the_proxy(recorded: tuple[Path, dict[str, 
         "openai_async": ["get_weather", TOOL_ARGUMENTS],
         "anthropic_sync": DEFAULT_TEXT,
         "anthropic_stream": DEFAULT_TEXT,
+        "anthropic_async_stream": DEFAULT_TEXT,
         "plain": [200, ["gpt-fake", "claude-fake"]],
     }
 
@@ -154,12 +171,17 @@ def test_sigterm_closes_every_cassette_with_its_end_line(
 ) -> None:
     cassettes, _ = recorded
     files = sorted(p.relative_to(cassettes).as_posix() for p in cassettes.rglob("*.jsonl"))
-    assert files == ["plain.jsonl", "sdk/anthropic.jsonl", "sdk/openai.jsonl"]
+    assert files == [
+        "plain.jsonl",
+        "sdk/anthropic-async.jsonl",
+        "sdk/anthropic.jsonl",
+        "sdk/openai.jsonl",
+    ]
     for path in cassettes.rglob("*.jsonl"):
         recording = load(path)
         assert recording.end is not None
         assert recording.end.get("status") == "ok"
-    assert [len(load(cassettes / f).entries) for f in files] == [1, 2, 3]
+    assert [len(load(cassettes / f).entries) for f in files] == [1, 1, 2, 3]
     assert not list(cassettes.rglob("*.lock"))
 
 
