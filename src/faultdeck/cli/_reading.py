@@ -18,6 +18,7 @@ from .._base import terms
 from .._base.words import plural
 from .._cassette.format import Entry, Recording
 from .._cassette.reader import load
+from .._cassette.summary import show_json
 from .._cassette.writer import partial_path
 from .._diff.align import diff_recordings
 from .._diff.render import diff_html, diff_json, diff_text
@@ -78,18 +79,7 @@ def show(cassette: str, fmt: str) -> None:
     """
     recording = load(cassette)
     if fmt == "json":
-        status = "interrupted" if recording.interrupted else "failed" if recording.failed else "ok"
-        emit_json(
-            {
-                "cassette": cassette,
-                "header": recording.header.to_json(),
-                "ended": recording.end,
-                "status": status,
-                "interrupted": recording.interrupted,
-                "in_flight": [i.seq for i in recording.in_flight()],
-                "calls": [dict(e.to_json(), line=e.line) for e in recording.entries],
-            }
-        )
+        emit_json(show_json(recording, cassette))
         return
     out = console()
     header = recording.header

@@ -18,12 +18,13 @@ from starlette.routing import BaseRoute, Route
 from .._base.errors import CassetteError, CassetteNotFound
 from .._cassette.format import Recording
 from .._cassette.reader import load
+from .._cassette.summary import show_json
 from .._diff.align import CallPathDiff, diff_recordings
 from .._diff.render import diff_json
 from ._config import ServerConfig
 from ._names import NameRefused, cassette_path
 from ._responses import refusal
-from ._views import show_json, summaries
+from ._views import summaries
 
 
 class Refused(Exception):

@@ -14,9 +14,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from .._cassette.summary import show_json
 from ._api import Refused, diff_of, open_cassette
 from ._config import ServerConfig
-from ._views import diff_rows, show_json, summaries, timeline
+from ._views import diff_rows, summaries, timeline
 
 SORTS = ("name", "calls", "status", "size")
 """The columns the list of cassettes sorts by (``/ui/?sort=…``)."""

@@ -14,37 +14,13 @@ import orjson
 from .._base.errors import CassetteError
 from .._cassette.format import Entry, Recording
 from .._cassette.reader import load
+from .._cassette.summary import status
 from .._diff.align import CallPathDiff, Change, Row, either
 from .._keys.fields import Cut, common_ends, cut_pair, preview
 from ._names import NameRefused, cassette_name, cassette_path
 
 # The differing middle's room on a page: a long prompt's whole edit, not the whole prompt.
 _WINDOW = 1200
-
-
-def status(recording: Recording) -> str:
-    """How the recorded run ended: ``ok``, ``failed`` or ``interrupted``."""
-    if recording.interrupted:
-        return "interrupted"
-    return "failed" if recording.failed else "ok"
-
-
-def show_json(recording: Recording, cassette: str) -> dict[str, Any]:
-    """A cassette as ``faultdeck show --format json`` prints it.
-
-    Args:
-        recording: the cassette, loaded.
-        cassette: what to call it (the path given, or the name in the server's folder).
-    """
-    return {
-        "cassette": cassette,
-        "header": recording.header.to_json(),
-        "ended": recording.end,
-        "status": status(recording),
-        "interrupted": recording.interrupted,
-        "in_flight": [i.seq for i in recording.in_flight()],
-        "calls": [dict(e.to_json(), line=e.line) for e in recording.entries],
-    }
 
 
 def cassette_files(root: Path) -> list[tuple[str, Path]]:
