@@ -83,6 +83,7 @@ def test_every_stage_exists_and_every_module_is_placed() -> None:
         "cli",
         "demo",
         "http",
+        "mcp",
         "pytest_plugin",
         "server",
         "testing",

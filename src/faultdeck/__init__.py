@@ -66,6 +66,7 @@ from ._base.errors import (
     QuotaExhausted,
     RecordedError,
     ReplayMiss,
+    SchemaChanged,
     SideEffectBlocked,
     TransientError,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "ReplayMiss",
     "Report",
     "Row",
+    "SchemaChanged",
     "Settings",
     "SideEffectBlocked",
     "SystemClock",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import json
@@ -239,3 +240,49 @@ def test_repeats_last_gives_a_retried_call_its_answer_again(cassette: Path) -> N
     assert [(r.name, r.recorded, r.asked) for r in report.repeats] == [("search", 1, 2)]
     with pytest.raises(fd.ConfigError, match="repeats 'always' is not one of: miss, last"):
         fd.Deck(cassette, repeats="always")  # type: ignore[arg-type]  # the wrong value is the test
+
+
+# --- the mode decided, the recording read, async with -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "exists", "active"),
+    [
+        ("once", True, "replay"),
+        ("once", False, "record"),
+        ("replay", True, "replay"),
+        ("record", True, "record"),
+        ("append", True, "append"),
+        ("off", False, "off"),
+    ],
+)
+def test_active_mode_is_the_mode_decided_on_opening(
+    tmp_path: Path, mode: fd.Mode, exists: bool, active: str
+) -> None:
+    path = tmp_path / "c.jsonl"
+    if exists:
+        with fd.Deck(path, mode="record") as deck:
+            deck.call("tool", "t", {"n": 1}, lambda: 1)
+    with fd.Deck(path, mode=mode) as deck:
+        assert deck.active_mode == active
+        recording = deck.recording
+        if active in ("replay", "append"):
+            assert recording is not None
+            assert [e.name for e in recording.entries] == ["t"]
+        else:
+            assert recording is None
+
+
+def test_a_deck_is_an_async_context_manager_too(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+
+    async def run() -> int:
+        async with fd.Deck(path, mode="record") as deck:
+            return await deck.acall("tool", "t", {}, _one)
+
+    assert asyncio.run(run()) == 1
+    assert fd.load(path).end is not None, "closed with its end line"
+
+
+async def _one() -> int:
+    return 1

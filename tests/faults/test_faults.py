@@ -633,11 +633,14 @@ def test_every_kind_round_trips() -> None:
             faults.reset().at(seq=8),
             faults.stream_cut(2).at(seq=9),
             faults.malformed_stream().at(seq=10),
+            faults.tool_error(message="boom").at(seq=11),
+            faults.malformed_result().at(seq=12),
+            faults.disconnect().at(seq=13),
         ]
     )
     assert {f.kind for f in every_kind.faults} == set(faults.FAULT_KINDS)
     assert FaultPlan.from_dict(json.loads(json.dumps(every_kind.to_json()))) == every_kind
-    assert seqs(every_kind) == list(range(1, 11))
+    assert seqs(every_kind) == list(range(1, 13))  # the script has 12 calls
 
 
 BAD_PLANS = [

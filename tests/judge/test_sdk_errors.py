@@ -14,8 +14,10 @@ from typing import Any
 import anthropic
 import httpx
 import httpx2
+import mcp_types
 import openai
 import pytest
+from mcp.shared.exceptions import MCPError
 
 import faultdeck as fd
 from faultdeck._judge.sdk_errors import SDK_ERRORS, classify_error
@@ -176,6 +178,20 @@ CASES: list[tuple[str, Made, type[fd.BoundaryError], int | None, str]] = [
         None,
         "protocol",
     ),
+    (
+        "mcp request timeout",
+        lambda: MCPError(mcp_types.REQUEST_TIMEOUT, "Request 'tools/call' timed out"),
+        fd.TransientError,
+        None,
+        "timeout",
+    ),
+    (
+        "mcp connection closed",
+        lambda: MCPError(mcp_types.CONNECTION_CLOSED, "Connection closed"),
+        fd.TransientError,
+        None,
+        "disconnected",
+    ),
 ]
 
 
@@ -213,9 +229,10 @@ def test_a_transient_sdk_error_is_retried_as_the_policy_says() -> None:
         lambda: openai_error(400, openai_body("invalid_value", "invalid_request_error")),
         lambda: anthropic_error(401, "authentication_error"),
         lambda: httpx2.LocalProtocolError("bad request line"),
+        lambda: MCPError(mcp_types.INVALID_PARAMS, "Invalid params"),
         lambda: ValueError("a bug in the step"),
     ],
-    ids=["openai 400", "anthropic 401", "local protocol error", "a bug"],
+    ids=["openai 400", "anthropic 401", "local protocol error", "mcp invalid params", "a bug"],
 )
 def test_anything_else_is_not_classified_and_leaves_the_loop(made: Made) -> None:
     exc = made()

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, TypedDict, cast
+from typing import Any, Literal, TypedDict, cast
 
 import uvicorn
 from starlette.applications import Starlette
@@ -592,8 +592,10 @@ class Upstream:
     START_TIMEOUT = 10.0
     STOP_TIMEOUT = 10.0
 
-    def __init__(self, *, stream_delay: float | None = None) -> None:
-        self.app: Starlette = create_app(stream_delay=stream_delay)
+    def __init__(self, *, stream_delay: float | None = None, app: Starlette | None = None) -> None:
+        """``app`` serves another app instead (an MCP server's), with its lifespan run."""
+        self.app: Starlette = app if app is not None else create_app(stream_delay=stream_delay)
+        self._lifespan: Literal["on", "off"] = "off" if app is None else "on"
         self._socket: socket.socket | None = None
         self._server: _ThreadedServer | None = None
         self._thread: threading.Thread | None = None
@@ -629,7 +631,7 @@ class Upstream:
             port=port,
             log_level="warning",
             access_log=False,
-            lifespan="off",
+            lifespan=self._lifespan,
             loop="asyncio",
             http="h11",
             ws="none",

@@ -247,6 +247,11 @@ class HarnessChanged(FaultdeckWarning):
     """The cassette was recorded under another git commit than the one replaying it."""
 
 
+class SchemaChanged(FaultdeckWarning):
+    """A tool's live schema differs from the one it was recorded under: its calls' keys
+    change, so they miss their recorded answers until they are recorded again."""
+
+
 class CassetteWarning(FaultdeckWarning):
     """A cassette is usable but not whole: an interrupted run or a skipped truncated line."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from .._base import config as _config
 from .._base.clock import Clock, SystemClock
@@ -32,6 +32,7 @@ from .._base.config import (
     check_choice,
 )
 from .._base.errors import ConfigError
+from .._cassette.format import Recording
 from .._keys.normalize import NormalizeConfig, Normalizer
 from .._keys.redact import Redactor
 from ..faults import Fault, FaultPlan
@@ -174,6 +175,20 @@ class Deck(Calls):
         """``recorded`` when replayed calls take their recorded time on the clock."""
         return self._latency
 
+    @property
+    def active_mode(self) -> Mode:
+        """The mode the deck runs in: ``mode``, with ``once`` decided (``replay`` when the
+        cassette exists, else ``record``). Reading it opens the deck."""
+        self.open()
+        return cast(Mode, self._run.mode)  # one of MODES, checked on construction
+
+    @property
+    def recording(self) -> Recording | None:
+        """The cassette as the deck read it on opening (``replay``, ``append``, ``resume``);
+        ``None`` for a fresh recording and in mode ``off``. Reading it opens the deck."""
+        self.open()
+        return self._run.recording
+
     # -- opening and closing -------------------------------------------------------------
 
     def __enter__(self) -> Deck:
@@ -189,6 +204,14 @@ class Deck(Calls):
             # A simulated kill or an interrupt: leave the cassette without its end line,
             # exactly as a dead process would, so that `resume` can continue it.
             self.abandon()
+
+    async def __aenter__(self) -> Deck:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: object, tb: object
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
 
     def open(self) -> None:
         """Load and lock the cassette as the mode needs. Called by ``with`` or the first call.

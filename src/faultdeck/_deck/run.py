@@ -129,6 +129,11 @@ class Run:
         self.log: list[Logged] = []
 
     @property
+    def recording(self) -> Recording | None:
+        """The cassette as it was read on opening; ``None`` for a fresh recording."""
+        return self._recording
+
+    @property
     def where(self) -> str:
         """The file the recording was read from: the cassette, or its partial file."""
         return self._recording.path if self._recording is not None else self.path

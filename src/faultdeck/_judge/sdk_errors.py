@@ -17,6 +17,8 @@ provider code (``insufficient_quota`` is then the non-retryable quota stop).
     httpx / httpx2       TimeoutException       TransientError  timeout
                          NetworkError           TransientError  connection
                          RemoteProtocolError    TransientError  protocol
+    mcp                  MCPError -32001        TransientError  timeout          (REQUEST_TIMEOUT)
+                         MCPError -32000        TransientError  disconnected     (CONNECTION_CLOSED)
 
 The libraries are never imported here: a class is looked up in ``sys.modules``, so a
 program that does not use a library pays nothing and faultdeck needs none of them. An
@@ -44,17 +46,22 @@ class SdkError:
         name: the class's name in that module (``RateLimitError``).
         failure: the policy's failure class it stands for.
         code: the code it gets when the exception carries none of its own.
+        number: for a class that carries a numeric code (MCP's JSON-RPC error codes), the
+            one it must carry.
     """
 
     module: str
     name: str
     failure: type[Failure]
     code: str
+    number: int | None = None
 
     def matches(self, exc: BaseException) -> bool:
         """Whether ``exc`` is of this class (``False`` while the library is not loaded)."""
         found = getattr(sys.modules.get(self.module), self.name, None)
-        return isinstance(found, type) and isinstance(exc, found)
+        if not (isinstance(found, type) and isinstance(exc, found)):
+            return False
+        return self.number is None or getattr(exc, "code", None) == self.number
 
 
 SDK_ERRORS: tuple[SdkError, ...] = (
@@ -74,6 +81,8 @@ SDK_ERRORS: tuple[SdkError, ...] = (
     SdkError("httpx2", "NetworkError", TransientError, "connection"),
     SdkError("httpx", "RemoteProtocolError", TransientError, "protocol"),
     SdkError("httpx2", "RemoteProtocolError", TransientError, "protocol"),
+    SdkError("mcp.shared.exceptions", "MCPError", TransientError, "timeout", -32001),
+    SdkError("mcp.shared.exceptions", "MCPError", TransientError, "disconnected", -32000),
 )
 """Every library exception the policy knows, in the order they are tried."""
 

@@ -105,10 +105,16 @@ class _Ran:
     def ending(self) -> str:
         """How it ended: ``exit 1: ValueError: …``, the exception line a traceback ends
         with, as the entrypoint path shows an exception."""
-        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        raw = self.stderr.splitlines()
+        lines = [line.strip() for line in raw if line.strip()]
         if self.code == 0 or not lines:
             return f"exit {self.code}"
         line = lines[-1]
+        last = max((i for i, s in enumerate(raw) if s.startswith("Traceback (")), default=None)
+        if last is not None:
+            # The exception's own line: the first one after the last traceback's frames (which
+            # are indented); pydantic's and others' messages go on over further lines.
+            line = next((s for s in raw[last + 1 :] if s.strip() and not s[0].isspace()), line)
         return f"exit {self.code}: {line if len(line) <= 200 else line[:197] + '...'}"
 
 

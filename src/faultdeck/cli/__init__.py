@@ -16,7 +16,7 @@ import click
 
 from .._base import terms
 from .._base.errors import FaultdeckError
-from . import _init, _reading, _rehearsing, _running, _serving  # noqa: F401 - each registers its commands
+from . import _init, _mcp, _reading, _rehearsing, _running, _serving  # noqa: F401 - each registers its commands
 from ._common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, Finding, cli, warning_lines
 
 __all__ = ["cli", "entry", "main"]

@@ -47,14 +47,17 @@ __all__ = [
     "StreamBreak",
     "bad_tool_call",
     "crash",
+    "disconnect",
     "from_json",
     "latency",
+    "malformed_result",
     "malformed_stream",
     "quota",
     "reset",
     "slow_first_token",
     "stream_cut",
     "timeout",
+    "tool_error",
     "transient",
 ]
 
@@ -78,8 +81,34 @@ def quota(retry_after: float | None = None, *, code: str = "rate_limit_exceeded"
 
 
 def timeout() -> Fault:
-    """The call gets no answer in time: ``TransientError`` with code ``timeout``."""
+    """The call gets no answer in time: ``TransientError`` with code ``timeout``; over MCP,
+    the client's own timeout error once its read timeout has passed."""
     return Fault("timeout")
+
+
+def tool_error(message: str = "the tool failed") -> Fault:
+    """The tool runs and reports an error: over MCP a result with ``isError: true`` and
+    ``message`` as its text; in-process ``TransientError`` with code ``tool_error``.
+
+    Raises:
+        ConfigError: ``message`` is empty or not a string.
+    """
+    return Fault("tool_error", (("message", message),))
+
+
+def malformed_result() -> Fault:
+    """The tool's result is broken: over MCP one that breaks the tool's ``outputSchema``
+    (the SDK's validation error), or, for a tool without one, a result that is not valid
+    (pydantic's ``ValidationError``); in-process ``TransientError`` with code
+    ``malformed_result``."""
+    return Fault("malformed_result")
+
+
+def disconnect() -> Fault:
+    """The tool's server goes away mid-session: over MCP the SDK's "Connection closed"
+    error, at this call and every later one of the session; in-process
+    ``TransientError`` with code ``disconnected``."""
+    return Fault("disconnect")
 
 
 def transient(status: int = 503) -> Fault:

@@ -23,6 +23,7 @@ from ._checks import (
     milliseconds,
     one_of,
     optional_seconds,
+    shown,
     status,
     text,
 )
@@ -44,6 +45,7 @@ HOW_TEXT = {
 _CALLS = frozenset({"model", "tool", "http"})  # every call that reaches a server
 _EVERY = frozenset({"model", "tool", "env", "http"})
 _STREAMED = frozenset({"model", "http"})
+_TOOLS = frozenset({"tool"})
 
 
 class Judged(Protocol):
@@ -55,6 +57,9 @@ class Judged(Protocol):
     @property
     def slow_first_token_ms(self) -> float: ...
 
+
+McpShape = Literal["error_result", "timeout", "malformed", "disconnect", "error"]
+"""How an MCP session shows a fault (``FaultKind.mcp``)."""
 
 Response = tuple[int, dict[str, str], Any]
 """A provider's answer: status, headers, JSON body."""
@@ -89,6 +94,12 @@ class FaultKind:
         answer: at the HTTP boundary, how it breaks a real answer's JSON body.
         events: at the HTTP boundary, how it breaks a real stream's events.
         stream_break: at the HTTP boundary, how it breaks a stream off.
+        mcp: how an MCP session shows it (``faultdeck.mcp`` and ``faultdeck mcp serve``):
+            ``error_result`` (a tool result with ``isError: true``), ``timeout`` (no answer
+            within the client's timeout), ``malformed`` (a result that breaks the tool's
+            ``outputSchema``, or an invalid one), ``disconnect`` (the server goes away), or
+            ``error`` (an MCP error response carrying the fault's message); ``None`` for a
+            kind that only delays the call, or that kills the process.
         rehearse: the rows it brings to the full rehearsal matrix: (label, its parameters
             from the judging policy); each row runs at the calls the kind applies to.
         kills: the process dies at the call; a rehearsal restarts it and judges the restart.
@@ -107,6 +118,7 @@ class FaultKind:
     stream_break: Callable[[Params], StreamBreak] | None = None
     rehearse: tuple[tuple[str, Callable[[Judged], dict[str, Any]]], ...] = ()
     kills: bool = False
+    mcp: McpShape | None = "error"
 
     @property
     def delays(self) -> bool:
@@ -197,6 +209,7 @@ _KINDS = (
         _named("timeout"),
         transport="timeout",
         rehearse=(("timeout", lambda p: {}),),
+        mcp="timeout",
     ),
     FaultKind(
         "transient",
@@ -230,6 +243,7 @@ _KINDS = (
         None,
         lambda p: f"slow_first_token({num(p['ms'])}ms)",
         rehearse=(("slow first token", lambda p: {"ms": p.slow_first_token_ms + 500}),),
+        mcp=None,
     ),
     FaultKind(
         "latency",
@@ -240,6 +254,7 @@ _KINDS = (
         lambda p: f"latency({num(p['ms'])}ms)",
         # Slow, yet under the slow-first-token threshold: nothing to retry, nothing to shed.
         rehearse=(("latency", lambda p: {"ms": p.slow_first_token_ms / 2}),),
+        mcp=None,
     ),
     FaultKind(
         "crash",
@@ -250,6 +265,7 @@ _KINDS = (
         _named("crash"),
         rehearse=(("crash", lambda p: {}),),
         kills=True,
+        mcp=None,
     ),
     FaultKind(
         "reset",
@@ -260,6 +276,7 @@ _KINDS = (
         _named("reset"),
         transport="reset",
         rehearse=(("reset", lambda p: {}),),
+        mcp="disconnect",
     ),
     FaultKind(
         "stream_cut",
@@ -283,6 +300,42 @@ _KINDS = (
         _named("malformed_stream"),
         stream_break=lambda p: StreamBreak(1, "malformed"),
         rehearse=(("malformed stream", lambda p: {}),),
+    ),
+    FaultKind(
+        "tool_error",
+        "the tool runs and reports an error: an MCP result with isError true",
+        {"message": (text, "the tool failed")},
+        _TOOLS,
+        lambda p: TransientError(f"injected tool error: {p['message']}", code="tool_error"),
+        lambda p: (
+            "tool_error"
+            if p["message"] == "the tool failed"
+            else f"tool_error({shown(p['message'])})"
+        ),
+        rehearse=(("tool error", lambda p: {}),),
+        mcp="error_result",
+    ),
+    FaultKind(
+        "malformed_result",
+        "the tool's result breaks its outputSchema, or is no valid result at all",
+        {},
+        _TOOLS,
+        _transient(
+            "malformed_result", "injected malformed result: the tool's result breaks its schema"
+        ),
+        _named("malformed_result"),
+        rehearse=(("malformed result", lambda p: {}),),
+        mcp="malformed",
+    ),
+    FaultKind(
+        "disconnect",
+        "the tool's server goes away mid-session",
+        {},
+        _TOOLS,
+        _transient("disconnected", "injected disconnect: the server went away mid-session"),
+        _named("disconnect"),
+        rehearse=(("disconnect", lambda p: {}),),
+        mcp="disconnect",
     ),
 )
 

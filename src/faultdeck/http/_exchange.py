@@ -21,6 +21,7 @@ from .._cassette.lines import RESTORE, http_answer_problem
 from .._deck.call import Call
 from .._deck.deck import Deck
 from ..faults import KINDS
+from ._order import Order
 from ._shapes import body_bytes, classify, kept_headers, name_of, parse_body, request_args
 from ._streams import Events
 
@@ -35,7 +36,9 @@ class Owner(Protocol):
     deck: Deck
     httpx: Any
     keep: frozenset[str]
+    keep_response: frozenset[str]
     stream_timing: bool
+    order: Order
 
     def has_failures(self) -> bool: ...
     def failed(self, identity: str) -> None: ...
@@ -65,6 +68,7 @@ class Exchange:
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
         self.args = request_args(request.method, url.path, query, request.headers, body, owner.keep)
         self.body = body
+        self.ordinal = 0
 
     @functools.cached_property
     def identity(self) -> str:
@@ -80,6 +84,7 @@ class Exchange:
         """Decide the call and answer it without the network where it can be: a fault's
         stand-in or the recording. Otherwise say how long to wait before going live."""
         owner = self.owner
+        self.ordinal = owner.order.next()
         if owner.has_failures():
             owner.waited_before(self.identity)
         call = owner.deck.begin(self.kind, self.name, self.args, shaped=SHAPED)
@@ -88,23 +93,29 @@ class Exchange:
             raise stand_in
         if stand_in is not None:
             return Step(call, stream_type, stand_in, 0.0)
-        httpx, request = owner.httpx, self.request
         entry = call.recorded
         if entry is None:
             call.start()
-            return Step(call, stream_type, None, 0.0 if _streams(request) else call.delay)
+            return Step(call, stream_type, None, 0.0 if _streams(self.request) else call.delay)
         status, headers, answer = self.answer(call, entry)
         if entry.result == "stream":
             events = self.events(call, status, headers, answer)
-            response = httpx.Response(
-                status, headers=headers, stream=stream_type(events), request=request
-            )
+            response = self.replayed(status, headers, stream=stream_type(events))
             return Step(call, stream_type, response, 0.0)
         recorded = entry.ms / 1000 if owner.deck.latency == "recorded" else 0.0
-        response = httpx.Response(
-            status, headers=headers, content=body_bytes(answer), request=request
-        )
+        response = self.replayed(status, headers, content=body_bytes(answer))
         return Step(call, stream_type, response, call.delay + recorded)
+
+    def replayed(self, status: int, headers: dict[str, str], **body: Any) -> Any:
+        """A recorded answer as a response. A header whose value was redacted holds a mask
+        (``«redacted:…»``), which is not ASCII as HTTP's header values are: it goes out as
+        UTF-8 bytes (tried only when the plain build fails, so replay pays nothing else)."""
+        httpx, request = self.owner.httpx, self.request
+        try:
+            return httpx.Response(status, headers=headers, request=request, **body)
+        except UnicodeEncodeError:
+            raw = {name: value.encode() for name, value in headers.items()}
+            return httpx.Response(status, headers=raw, request=request, **body)
 
     def stand_in(self, call: Call) -> Any:
         """The response or exception a raising fault puts in the call's place, or ``None``."""
@@ -184,6 +195,9 @@ class Exchange:
             timed=self.owner.stream_timing,
             httpx=self.owner.httpx,
             failed=self.failed,
+            keep=self.owner.keep_response,
+            order=self.owner.order,
+            ordinal=self.ordinal,
         )
 
     def store(self, call: Call, status: int, headers: Any, body: Any) -> Any:
@@ -191,7 +205,7 @@ class Exchange:
         fault = call.fault
         if fault is not None and fault.spec.answer is not None:
             body = fault.spec.answer(fault.values, self.name, body)
-        kept = kept_headers(headers)
+        kept = kept_headers(headers, self.owner.keep_response)
         ms = round((self.owner.deck.clock.now() - call.started) * 1000, 3)
         error, retry_after, code = classify(status, kept, body)
         stored = call.store("out", {"status": status, "headers": kept, "body": body})

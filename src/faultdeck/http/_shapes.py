@@ -6,14 +6,22 @@ Requests: kind ``model`` for the known LLM endpoints (named like
 method, path, query, parsed JSON body and the allowlisted headers. Credentials and
 transport noise (user-agent, ``x-stainless-*``, idempotency keys, content-length) are
 never part of a key and never stored, because only allowlisted headers are kept at all.
+
+Responses keep the headers a client reads to go on: the retry and rate-limit headers,
+request ids, and ``mcp-session-id``, which MCP's streamable HTTP client reads from the
+``initialize`` answer and sends back on every later request (without it a replayed client
+opens no GET stream and sends no DELETE). The session id sent back is a request header,
+so it is never in a key: a random id per recording changes no key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
+
+from .._base.errors import ConfigError
 
 # Request headers that change what a provider answers.
 KEEP_REQUEST_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
@@ -28,6 +36,7 @@ KEEP_RESPONSE_HEADERS = frozenset(
         "request-id",
         "x-request-id",
         "openai-processing-ms",
+        "mcp-session-id",
     }
 )
 KEEP_RESPONSE_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
@@ -77,13 +86,26 @@ def parse_body(body: bytes) -> Any:
         return body.decode("utf-8", errors="replace")
 
 
-def kept_headers(headers: Any) -> dict[str, str]:
-    """The response headers worth storing."""
-    return {
-        k.lower(): v
-        for k, v in headers.items()
-        if k.lower() in KEEP_RESPONSE_HEADERS or k.lower().startswith(KEEP_RESPONSE_PREFIXES)
-    }
+def kept_headers(headers: Any, extra: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The response headers worth storing: the allowlist, plus ``extra`` (lower-case names
+    a transport was asked to keep). Called only when recording; the values are redacted
+    with the rest of the answer before they are written."""
+    kept = {}
+    for name, value in headers.items():
+        low = name.lower()
+        if low in KEEP_RESPONSE_HEADERS or low in extra or low.startswith(KEEP_RESPONSE_PREFIXES):
+            kept[low] = value
+    return kept
+
+
+def header_names(names: Iterable[str], option: str) -> frozenset[str]:
+    """Header names given to an option, lower-cased; a single string is refused (it would
+    be read as its letters)."""
+    if isinstance(names, str):
+        raise ConfigError(
+            f"{option}={names!r} is one string; pass a tuple of header names: {option}=({names!r},)"
+        )
+    return frozenset(name.lower() for name in names)
 
 
 def body_bytes(body: Any) -> bytes:

@@ -16,6 +16,7 @@ from .._cassette.errorjson import error_from_json
 from .._deck.call import Call
 from ..faults import StreamBreak
 from ..faults._shapes import error_event
+from ._order import Order
 from ._shapes import kept_headers
 from ._sse import SSEParser, encode
 
@@ -32,6 +33,9 @@ class Events:
         timed: replay with the recorded timing even on a real clock.
         httpx: the HTTP module, for its transport errors.
         failed: called when the stream fails, so that a client's retry is timed.
+        keep: response headers to record besides the allowlisted ones (lower-case).
+        order, ordinal: the transport's request count and this request's place in it, so
+            that a replayed stream ends after the requests it ended after (``_order``).
     """
 
     def __init__(  # noqa: PLR0913 - keyword options: what a stream needs from its exchange
@@ -46,6 +50,9 @@ class Events:
         timed: bool,
         httpx: Any,
         failed: Callable[[], None],
+        keep: frozenset[str],
+        order: Order,
+        ordinal: int,
     ) -> None:
         self.call = call
         self.name = name
@@ -56,6 +63,9 @@ class Events:
         self.timed = timed or isinstance(clock, VirtualClock)
         self.httpx = httpx
         self.failed = failed
+        self.keep = keep
+        self.order = order
+        self.ordinal = ordinal
         self.seen: list[dict[str, Any]] = []
         self.done = False
         # A recording made under the fault carries it already: it is not broken again.
@@ -134,11 +144,24 @@ class Events:
             )
             return
         self.seen.extend({"ms": 0.0, **e} for e in self.parser.flush())
+        if error is None:
+            call.meta = self.order.ends_after(self.ordinal, call.meta)
         call.stream(
-            self.status, kept_headers(self.headers), self.seen, error=error, partial=partial
+            self.status,
+            kept_headers(self.headers, self.keep),
+            self.seen,
+            error=error,
+            partial=partial,
         )
         if error is not None:
             self.failed()
+
+    async def hold(self) -> None:
+        """Before a replayed stream ends as recorded: wait for the requests it ended after
+        to begin again (async clients only; a sync client's thread is reading it)."""
+        entry = self.call.recorded
+        if entry is not None and entry.meta is not None and self.brk is None:
+            await self.order.reach(self.ordinal, entry.meta)
 
     def recorded_error(self) -> Exception | None:
         entry = self.call.recorded
@@ -201,6 +224,7 @@ def stream_types(httpx: Any) -> tuple[type, type]:  # noqa: C901 - counts its ne
                     if isinstance(payload, BaseException):
                         raise payload
                     yield payload
+                await events.hold()
                 return
             if self.chunks is None:
                 self.chunks = aiter(self.upstream.aiter_bytes())

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._base.clock import VirtualClock
 from .._deck.deck import Deck
 from ._exchange import Exchange
-from ._shapes import KEEP_REQUEST_HEADERS
+from ._order import Order
+from ._shapes import KEEP_REQUEST_HEADERS, header_names
 from ._streams import stream_types
 
 if TYPE_CHECKING:
@@ -58,15 +60,19 @@ class _Base:
         *,
         httpx: Any = None,
         transport: Any = None,
-        keep_headers: tuple[str, ...] = (),
+        keep_headers: Iterable[str] = (),
+        keep_response_headers: Iterable[str] = (),
         stream_timing: bool = False,
     ) -> None:
         self.deck = deck
         self.stream_timing = stream_timing or deck.latency == "recorded"
         self.httpx = _module(httpx)
         self.inner = transport
-        self.keep = KEEP_REQUEST_HEADERS | frozenset(h.lower() for h in keep_headers)
+        self.keep = KEEP_REQUEST_HEADERS | header_names(keep_headers, "keep_headers")
+        # Read only when a live answer is recorded: replay adds no work per call.
+        self.keep_response = header_names(keep_response_headers, "keep_response_headers")
         self._failures: dict[str, float] = {}
+        self.order = Order()
 
     def has_failures(self) -> bool:
         """Whether some request failed and its retry may still come."""
@@ -93,8 +99,12 @@ class Transport(_Base, _SyncBases):
         httpx: the HTTP module, ``httpx`` (the default) or ``httpx2``.
         transport: the real transport for live calls; ``httpx.HTTPTransport()`` by default,
             made only when a call goes live (replay opens no socket).
-        keep_headers: request headers to keep in args besides ``anthropic-version``,
-            ``anthropic-beta`` and ``openai-beta``.
+        keep_headers: request headers to keep in args (so in the key) besides
+            ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``; any case.
+        keep_response_headers: response headers to record besides the ones clients read
+            (content type, Retry-After, rate limits, request ids, ``mcp-session-id``); any
+            case. Their values are redacted like every recorded value; a credential header
+            (``set-cookie``) is dropped even when named here.
         stream_timing: replay streams with their recorded timing on a system clock too
             (on a ``VirtualClock`` they always have it; ``latency="recorded"`` implies it).
     """

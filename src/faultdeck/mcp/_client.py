@@ -1,0 +1,236 @@
+"""``faultdeck.mcp.Client``: the mcp SDK's client, with each request a boundary call.
+
+It takes what ``mcp.Client`` takes (a ``Server`` or ``MCPServer`` in memory, a
+``StdioServerParameters``, a URL for streamable HTTP, a transport) and the same options,
+and answers ``list_tools``, ``call_tool``, ``list_resources``, ``read_resource``,
+``list_prompts`` and ``get_prompt`` through the deck. In replay it never starts or connects
+to the server; in every other mode it connects on entering, in the task that enters.
+
+A fault shows the way MCP delivers it: ``tool_error`` as a result with ``isError: true``,
+``timeout`` as the SDK's ``MCPError`` (``REQUEST_TIMEOUT``) once the client's read timeout
+has passed on the deck's clock, ``malformed_result`` as the SDK's own validation error,
+``disconnect`` as ``MCPError`` "Connection closed" at this request and every later one.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from contextvars import ContextVar
+from types import TracebackType
+from typing import Any, TypeVar
+
+import mcp
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+from .._base.errors import ConfigError
+from .._deck.deck import Deck
+from ._session import Reply, Session, UpstreamError
+
+M = TypeVar("M", bound=BaseModel)
+
+# A call_tool's own read timeout, on its way to the live SDK call through the session (whose
+# upstream takes only the method and params); per task, so concurrent calls keep theirs.
+_CALL_TIMEOUT: ContextVar[float | None] = ContextVar("faultdeck_mcp_call_timeout", default=None)
+
+_RESULTS: dict[str, type[BaseModel]] = {
+    "tools/list": types.ListToolsResult,
+    "tools/call": types.CallToolResult,
+    "resources/list": types.ListResourcesResult,
+    "resources/read": types.ReadResourceResult,
+    "prompts/list": types.ListPromptsResult,
+    "prompts/get": types.GetPromptResult,
+}
+
+
+def as_json(result: BaseModel) -> dict[str, Any]:
+    """An SDK result as MCP JSON (its wire names, no unset fields)."""
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Client:
+    """An MCP client session recorded into, and replayed from, ``deck``.
+
+    Example::
+
+        async with fd.Deck("tools.jsonl", mode="once") as deck:
+            async with faultdeck.mcp.Client(deck, server) as client:
+                result = await client.call_tool("search", {"q": "faultdeck"})
+
+    Args:
+        deck: the deck whose cassette holds the session.
+        server: what ``mcp.Client`` connects to; ``None`` when the session only replays.
+        **options: ``mcp.Client``'s options (``read_timeout_seconds``, ``mode``, ...).
+    """
+
+    def __init__(self, deck: Deck, server: Any = None, **options: Any) -> None:
+        self.deck = deck
+        self.server = server
+        self.options = options
+        self.read_timeout: float | None = options.get("read_timeout_seconds")
+        self._client: mcp.Client | None = None
+        self._stack: AsyncExitStack | None = None
+        self._session: Session | None = None
+        self._closed = False
+
+    @property
+    def session(self) -> Session:
+        """The deck-side session (its schema versions, its deck)."""
+        if self._session is None:
+            raise RuntimeError("faultdeck.mcp.Client is used inside `async with`")
+        return self._session
+
+    @property
+    def live(self) -> mcp.Client | None:
+        """The SDK client connected to the server; ``None`` in replay."""
+        return self._client
+
+    async def __aenter__(self) -> Client:
+        session = Session(self.deck, self._upstream)
+        self._session = session
+        if session.live:
+            if self.server is None:
+                raise ConfigError(
+                    f"mode {self.deck.active_mode!r} reaches the MCP server, and "
+                    "faultdeck.mcp.Client was given none: pass the server (or replay)"
+                )
+            stack = AsyncExitStack()
+            self._client = await stack.enter_async_context(mcp.Client(self.server, **self.options))
+            self._stack = stack
+            await session.learn_tools()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is None:
+            return
+        try:
+            await stack.__aexit__(kind, exc, tb)
+        except BaseExceptionGroup as group:
+            # The SDK's task groups wrap what the block raised; let it go on as raised, as
+            # it does in replay (where no SDK client runs), so `except fd.ReplayMiss` works.
+            if exc is None or any(leaf is not exc for leaf in _leaves(group)):
+                raise
+
+    # -- the requests ------------------------------------------------------------------------
+
+    async def list_tools(self, *, cursor: str | None = None) -> types.ListToolsResult:
+        """The server's tools (one page)."""
+        return await self._request("tools/list", {"cursor": cursor}, types.ListToolsResult)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        read_timeout_seconds: float | None = None,
+    ) -> types.CallToolResult:
+        """Call a tool: a ``tool`` boundary call named after it, its arguments as args."""
+        params = {"name": name, "arguments": arguments or {}}
+        return await self._request(
+            "tools/call", params, types.CallToolResult, timeout=read_timeout_seconds
+        )
+
+    async def list_resources(self, *, cursor: str | None = None) -> types.ListResourcesResult:
+        """The server's resources (one page)."""
+        return await self._request("resources/list", {"cursor": cursor}, types.ListResourcesResult)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Read one resource."""
+        return await self._request("resources/read", {"uri": str(uri)}, types.ReadResourceResult)
+
+    async def list_prompts(self, *, cursor: str | None = None) -> types.ListPromptsResult:
+        """The server's prompts (one page)."""
+        return await self._request("prompts/list", {"cursor": cursor}, types.ListPromptsResult)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> types.GetPromptResult:
+        """Get one prompt, filled in with ``arguments``."""
+        params = {"name": name, "arguments": arguments or {}}
+        return await self._request("prompts/get", params, types.GetPromptResult)
+
+    # -- how a request is answered -------------------------------------------------------------
+
+    async def _request(
+        self, method: str, params: dict[str, Any], result: type[M], *, timeout: float | None = None
+    ) -> M:
+        if self._closed:
+            raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
+        token = _CALL_TIMEOUT.set(timeout)
+        try:
+            reply = await self.session.request(method, params)
+        finally:
+            _CALL_TIMEOUT.reset(token)
+        if reply.shape is not None:
+            return await self._fault(method, params, reply, result, timeout)
+        if reply.error is not None:
+            raise MCPError(*reply.error)
+        return result.model_validate(reply.value or {})
+
+    async def _fault(
+        self,
+        method: str,
+        params: dict[str, Any],
+        reply: Reply,
+        result: type[M],
+        timeout: float | None,
+    ) -> M:
+        shape = reply.shape
+        if shape == "error_result" and method == "tools/call":
+            text = types.TextContent(type="text", text=reply.message)
+            return result.model_validate(types.CallToolResult(content=[text], is_error=True))
+        if shape == "timeout":
+            wait = timeout if timeout is not None else self.read_timeout
+            await self.deck.clock.aadvance(wait or 0.0)
+            raise MCPError(types.REQUEST_TIMEOUT, f"Request {method!r} timed out")
+        if shape == "disconnect":
+            self._closed = True
+            raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
+        if shape == "malformed":
+            if reply.output_schema is not None:
+                # What the SDK raises for a result that does not meet the tool's outputSchema.
+                raise RuntimeError(
+                    f"Tool {params['name']} has an output schema but did not return "
+                    "structured content"
+                )
+            # What the SDK raises for a result that is not one: pydantic's ValidationError.
+            return result.model_validate({"content": "not a list of content blocks", "tools": 0})
+        raise MCPError(types.INTERNAL_ERROR, reply.message)
+
+    async def _upstream(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        client = self._client
+        if client is None:
+            raise RuntimeError("faultdeck.mcp.Client is not connected to a server")
+        try:
+            return as_json(await _send(client, method, params, _CALL_TIMEOUT.get()))
+        except MCPError as exc:
+            raise UpstreamError(exc.code, exc.message, exc.data) from exc
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions in ``group`` and in the groups nested in it."""
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
+
+
+async def _send(
+    client: mcp.Client, method: str, params: dict[str, Any], timeout: float | None
+) -> BaseModel:
+    cursor = params.get("cursor")
+    if method == "tools/list":
+        return await client.list_tools(cursor=cursor)
+    if method == "tools/call":
+        arguments = params.get("arguments") or {}
+        return await client.call_tool(params["name"], arguments, read_timeout_seconds=timeout)
+    if method == "resources/list":
+        return await client.list_resources(cursor=cursor)
+    if method == "resources/read":
+        return await client.read_resource(params["uri"])
+    if method == "prompts/list":
+        return await client.list_prompts(cursor=cursor)
+    return await client.get_prompt(params["name"], params.get("arguments") or {})
