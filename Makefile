@@ -34,8 +34,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/mypy
 
+# The suite runs on two workers (pytest-xdist): CI has two cores.
 test: lint browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 	$(MAKE) --no-print-directory test-pythons
 
 # The web view's tests drive a real Chromium: Debian's package (Playwright cannot download a
@@ -64,7 +65,7 @@ test-pythons: $(STAMP)
 	      && $$venv/bin/python -m pip install --quiet -e '.[dev]' && touch $$venv/.installed || exit 1; \
 	  fi; \
 	  echo "== the suite on $$($$venv/bin/python -V)"; \
-	  $$venv/bin/pytest -p no:cacheprovider || exit 1; \
+	  $$venv/bin/pytest -n 2 -p no:cacheprovider || exit 1; \
 	done
 
 bench: $(STAMP)

@@ -6,6 +6,7 @@ loading       3.1      faultdeck.load of 100,000 calls against orjson per line
 recording     4.1-4.2  recording against bare writes (flush; fsync)
 rehearsal     5.1      fresh one-fault replays per second
 serve         6.1      faultdeck serve replay throughput against a bare Starlette app
+scale         7.1-7.3  rehearse --jobs 2 and on Ray against --jobs 1; replay --repeat --jobs 2
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import deck_call, http_replay, loading, recording, rehearsal, serve
+from . import deck_call, http_replay, loading, recording, rehearsal, scale, serve
 from ._results import Goal, machine, table
 from ._timing import Timing
 
@@ -35,6 +36,7 @@ class Sizes:
     replays: int
     replay_reps: int
     serve: serve.Plan
+    scale: scale.Plan
 
 
 FULL = Sizes(
@@ -54,6 +56,7 @@ FULL = Sizes(
     replays=300,
     replay_reps=7,
     serve=serve.Plan(calls=200, reps=9),
+    scale=scale.Plan(calls=4, repeat=20),
 )
 """The sizes the goals speak of."""
 
@@ -74,6 +77,7 @@ QUICK = Sizes(
     replays=6,
     replay_reps=1,
     serve=serve.Plan(calls=5, reps=1),
+    scale=scale.Plan(calls=1, repeat=2, ray=False),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
@@ -105,18 +109,20 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     found_on = machine()
     with tempfile.TemporaryDirectory(prefix="faultdeck-bench-") as tmp:
         workdir = Path(tmp)
-        tell("1/6 HTTP replay: recording, then faultdeck, floor and vcrpy (vcrpy is slow)")
+        tell("1/7 HTTP replay: recording, then faultdeck, floor and vcrpy (vcrpy is slow)")
         http = http_replay.run(sizes.http, workdir)
-        tell("2/6 Deck.call replay")
+        tell("2/7 Deck.call replay")
         calls = deck_call.run(sizes.calls, workdir)
-        tell(f"3/6 loading a {sizes.load_calls:,}-call cassette")
+        tell(f"3/7 loading a {sizes.load_calls:,}-call cassette")
         loaded = loading.run(sizes.load_calls, sizes.load_reps, workdir)
-        tell("4/6 recording overhead")
+        tell("4/7 recording overhead")
         recorded = recording.run(sizes.record, workdir)
-        tell("5/6 rehearsal throughput")
+        tell("5/7 rehearsal throughput")
         rehearsed = rehearsal.run(sizes.replays, sizes.replay_reps, workdir)
-        tell("6/6 faultdeck serve replay throughput")
+        tell("6/7 faultdeck serve replay throughput")
         served = serve.run(sizes.serve, workdir)
+        tell("7/7 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
+        scaled = scale.run(sizes.scale, workdir)
         where = f"{tempfile.gettempdir()} ({_filesystem(workdir)})"
     goals = [
         *http_replay.goals(sizes.http, http),
@@ -125,13 +131,14 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         *recording.goals(recorded),
         *rehearsal.goals(rehearsed),
         *serve.goals(sizes.serve, served),
+        *scale.goals(scaled),
     ]
     header, rows = http_replay.details(http)
     details = [
         ("HTTP replay, per call", table(header, rows)),
         ("faultdeck serve replay, per request", table(*serve.details(served))),
     ]
-    notes = [*_notes(sizes, where, http), serve.NOTE]
+    notes = [*_notes(sizes, where, http), serve.NOTE, scale.NOTE]
     return Results(goals, details, notes, found_on, time.perf_counter() - started)
 
 

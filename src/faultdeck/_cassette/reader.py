@@ -24,6 +24,7 @@ from .._base.errors import (
     CassetteWarning,
     warn,
 )
+from . import store
 from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording
 from .lines import RESTORE as _RESTORE
 from .lines import abort, entry, http_answer_problem, intent
@@ -42,14 +43,18 @@ __all__ = [
 
 
 def load(path: str | os.PathLike[str]) -> Recording:
-    """Read and validate a cassette.
+    """Read and validate a cassette: a file, or an fsspec URL (``s3://…``) in a store.
 
     Raises:
-        CassetteNotFound: there is no such file.
+        ConfigError: ``path`` is a URL and fsspec is not installed (the error says what to
+            install).
+        CassetteNotFound: there is no such file or object.
         CassetteCorrupt: a line is not valid format v1 (the error names it).
         CassetteVersionError: the file is a newer format version.
     """
     name = os.fspath(path)
+    if store.is_url(name):
+        return parse(store.read_bytes(name), name)
     try:
         data = Path(name).read_bytes()
     except FileNotFoundError:

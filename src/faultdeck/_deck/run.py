@@ -9,6 +9,10 @@ Replay looks a call up by the key of its args as they are first (a key is always
 redacted args, so args that hold no secret have the same key either way); only when that
 misses are the args redacted and keyed again. A replay of calls without secrets pays
 nothing for redaction.
+
+A cassette named by a store URL (``s3://…``) is read from the store to replay; a run that
+writes works on a local copy in a temporary folder (its lock file too) and uploads it when
+it closes cleanly, so the store keeps the old cassette after a run that fails.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from .._base.errors import (
     ReplayMiss,
     warn,
 )
+from .._cassette import store
 from .._cassette.format import Entry, Intent, Recording
 from .._cassette.lines import RESTORE
 from .._cassette.reader import interrupted_warning, load
@@ -108,6 +113,9 @@ class Run:
         self.opened = False
         self._closed = False
         self.file = CassetteSession(path, durability=durability, replace=replace)
+        self._copy = store.WorkingCopy(path) if store.is_url(path) else None
+        self._durability = durability
+        self._replace = replace
         self._recording: Recording | None = None
         self._environ = environ
         self._root = root
@@ -146,18 +154,24 @@ class Run:
             if self.opened:
                 return
             mode = self.configured
-            exists = os.path.exists(self.path)
+            exists = store.exists(self.path) if self._copy else os.path.exists(self.path)
             if mode == "once":
                 mode = "replay" if exists else "record"
             self.mode = mode
             if mode == "replay":
                 self._use(load(self.path))
             elif mode in ("record", "append", "resume"):
+                if self._copy is not None:  # the run writes a local copy; the lock is on it
+                    local = self._copy.make(fetch=exists and mode != "record")
+                    self.file = CassetteSession(local, durability=self._durability)
+                    exists = os.path.exists(local)
                 self.file.lock()
                 try:
                     self._open_for_writing(mode, exists)
                 except BaseException:
                     self.file.release()
+                    if self._copy is not None:
+                        self._copy.drop()
                     raise
             self.opened = True
 
@@ -167,7 +181,7 @@ class Run:
             # The newest run recorded there and did not replace the cassette: go on with it.
             self._continue(load(partial))
         elif mode != "record" and exists:
-            self._continue(load(self.path))
+            self._continue(load(self.file.path))
         else:
             header = make_header(
                 match=self._match,
@@ -208,7 +222,11 @@ class Run:
             if self._closed:
                 return
             self._closed = True
+            writing = self.file.writing
             self.file.close(status)
+            if self._copy is not None:
+                working = self.file.working if writing else None
+                self._copy.finish(working, ok=status == "ok", replace=self._replace)
 
     def abandon(self) -> None:
         """Release the cassette without an end line; once."""
@@ -217,6 +235,8 @@ class Run:
                 return
             self._closed = True
             self.file.abandon()
+            if self._copy is not None:
+                self._copy.drop()
 
     # -- deciding a call -----------------------------------------------------------------
 
@@ -375,5 +395,5 @@ class Run:
                 harness_changed=self._harness_changed,
                 interrupted=bool(recording and recording.interrupted),
                 calls=calls,
-                kept=self.file.kept,
+                kept=(self._copy.kept if self._copy else None) or self.file.kept,
             )

@@ -9,6 +9,7 @@ a ``crash`` fault is restarted fault-free: it must exit 0 having made the clean 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import tempfile
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,7 +28,20 @@ from .._judge.invariants import Violation, check
 from .._judge.policy import Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
-from .matrix import REPLAY_ROW, Cell, Matrix, menu_rows, plan_cells, positions_of
+from .matrix import (
+    REPLAY_ROW,
+    Cell,
+    Executor,
+    Matrix,
+    Task,
+    check_executor,
+    menu_rows,
+    plan_cells,
+    positions_of,
+)
+
+if TYPE_CHECKING:
+    from .ray import Shipped
 
 
 def rehearse_command(
@@ -38,6 +52,8 @@ def rehearse_command(
     policy: Policy | None = None,
     jobs: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    executor: Executor = "local",
+    address: str | None = None,
 ) -> Matrix:
     """Run ``command`` against ``cassette`` under each fault and judge each run.
 
@@ -46,12 +62,21 @@ def rehearse_command(
         cassette: the golden cassette.
         plans: named plans, one cell each; ``None`` for every fault at every call it applies to.
         policy: the policy to judge by (``Policy()`` by default).
-        jobs: how many runs go at once.
+        jobs: how many runs go at once (under Ray: the CPUs of a local cluster).
         progress: called as ``progress(done, total)``.
+        executor: ``"local"`` (subprocesses here) or ``"ray"`` (each cell a Ray task, which
+            gets the cassette and its plan as data).
+        address: the Ray cluster to join; ``None`` starts a local one for the call.
 
     Raises:
-        ConfigError: the clean run does not replay, or writes no report.
+        ConfigError: the clean run does not replay, or writes no report; a bad executor,
+            or Ray missing.
     """
+    executor = check_executor(executor)
+    if executor == "ray":
+        from .ray import import_ray
+
+        import_ray()  # a missing Ray is said before any run
     policy = policy or Policy()
     path = os.path.abspath(os.fspath(cassette))
     with tempfile.TemporaryDirectory(prefix="faultdeck-rehearse-") as folder:
@@ -77,18 +102,21 @@ def rehearse_command(
         done = [1]
 
         def one(index: int) -> Cell:
-            label, seq, plan = tasks[index]
-            cell = _judge(label, seq, _run(command, path, plan, folder, str(index)), policy)
-            if cell.status == "killed":
-                again = _run(command, path, None, folder, f"{index}.restart")
-                cell = _restarted(cell, again, calls, policy)
+            cell = run_cell(command, path, folder, str(index), tasks[index], calls, policy)
             done[0] += 1
             if progress is not None:
                 progress(done[0], total)
             return cell
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            cells = list(pool.map(one, range(len(tasks))))
+        if executor == "ray":
+            from .ray import Placement, rehearse_cells
+
+            shared = (list(command), calls, dataclasses.asdict(policy), os.getcwd())
+            placed = Placement(address, jobs, progress, total)
+            cells = rehearse_cells(_ray_cell, path, shared, tasks, placed)
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                cells = list(pool.map(one, range(len(tasks))))
     rows = menu_rows(plans, tasks)
     return Matrix(path, " ".join(command), positions, rows, (replay, *cells), ())
 
@@ -118,8 +146,56 @@ class _Ran:
         return f"exit {self.code}: {line if len(line) <= 200 else line[:197] + '...'}"
 
 
+def run_cell(
+    command: Sequence[str],
+    cassette: str,
+    folder: str,
+    name: str,
+    task: Task,
+    calls: Sequence[CallRecord],
+    policy: Policy,
+    cwd: str | None = None,
+) -> Cell:
+    """One cell: run the program under the task's plan (its files named ``name`` in
+    ``folder``) and judge it; after a crash, a fault-free restart must finish as the clean
+    run did."""
+    label, seq, plan = task
+    cell = _judge(label, seq, _run(command, cassette, plan, folder, name, cwd), policy)
+    if cell.status == "killed":
+        again = _run(command, cassette, None, folder, f"{name}.restart", cwd)
+        cell = _restarted(cell, again, calls, policy)
+    return cell
+
+
+def _ray_cell(
+    cassette: Shipped,
+    label: str,
+    seq: int | None,
+    plan: dict[str, Any],
+    command: list[str],
+    calls: list[CallRecord],
+    policy_fields: dict[str, Any],
+    cwd: str,
+) -> Cell:
+    """A cell as a Ray task: the cassette's bytes become a file of the worker's own, and the
+    program runs in the driver's folder if the worker has it."""
+    from .ray import here
+
+    with tempfile.TemporaryDirectory(prefix="faultdeck-ray-") as folder:
+        copy = cassette.write(folder)
+        task = (label, seq, FaultPlan.from_dict(plan))
+        policy = Policy(**policy_fields)
+        cell = run_cell(command, copy, folder, "cell", task, calls, policy, here(cwd))
+    return dataclasses.replace(cell, detail=cassette.named(cell.detail, copy))
+
+
 def _run(
-    command: Sequence[str], cassette: str, plan: FaultPlan | None, folder: str, name: str
+    command: Sequence[str],
+    cassette: str,
+    plan: FaultPlan | None,
+    folder: str,
+    name: str,
+    cwd: str | None = None,
 ) -> _Ran:
     report = os.path.join(folder, f"{name}.report.json")
     env = dict(
@@ -134,7 +210,7 @@ def _run(
         plan_path = os.path.join(folder, f"{name}.plan.json")
         Path(plan_path).write_bytes(orjson.dumps(plan.to_json()))
         env["FAULTDECK_FAULTS"] = plan_path
-    done = subprocess.run(list(command), env=env, capture_output=True, check=False)
+    done = subprocess.run(list(command), env=env, cwd=cwd, capture_output=True, check=False)
     stderr = done.stderr.decode("utf-8", errors="replace")
     if not os.path.exists(report):
         return _Ran(done.returncode, None, stderr)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._base.clock import VirtualClock
 from .._base.errors import CassetteError, ConfigError, ProcessKilled, ReplayMiss
@@ -33,9 +34,11 @@ from .matrix import (
     REPLAY_ROW,
     Cell,
     Entrypoint,
+    Executor,
     Matrix,
     Task,
     brief,
+    check_executor,
     difference,
     judged,
     load_entrypoint,
@@ -46,6 +49,9 @@ from .matrix import (
     short,
 )
 
+if TYPE_CHECKING:
+    from .ray import Shipped
+
 
 def rehearse(
     entrypoint: str | Entrypoint,
@@ -55,6 +61,8 @@ def rehearse(
     policy: Policy | None = None,
     jobs: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    executor: Executor = "local",
+    address: str | None = None,
 ) -> Matrix:
     """Replay ``cassette`` through ``entrypoint`` under each fault, and judge each run.
 
@@ -68,22 +76,30 @@ def rehearse(
         policy: the policy to judge by; else the entrypoint module's ``POLICY`` (if it is a
             ``Policy``), else ``Policy()``.
         jobs: how many processes run the cells; more than 1 needs a string entrypoint.
+            Under Ray, the CPUs of the local cluster it starts.
         progress: called as ``progress(done, total)`` as cells finish.
+        executor: ``"local"`` (this process, or ``jobs`` processes) or ``"ray"`` (each cell
+            a Ray task that imports the entrypoint and gets the cassette as bytes).
+        address: the Ray cluster to join; ``None`` starts a local one for the call.
 
     Raises:
-        ConfigError: a bad entrypoint, plan or ``jobs``, or a cassette the entrypoint does
-            not replay cleanly.
+        ConfigError: a bad entrypoint, plan, ``jobs`` or executor, Ray missing, or a
+            cassette the entrypoint does not replay cleanly.
         CassetteError: the cassette is missing or unreadable.
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ConfigError(f"jobs must be an integer >= 1, got {jobs!r}")
+    executor = check_executor(executor)
+    if executor == "ray":
+        from .ray import import_ray
+
+        import_ray()  # a missing Ray is said before any run
     if isinstance(entrypoint, str):
         spec, entry = entrypoint, load_entrypoint(entrypoint)
     elif callable(entrypoint):
-        if jobs > 1:
-            raise ConfigError(
-                "pass the entrypoint as 'module:function' to run it on several processes"
-            )
+        if jobs > 1 or executor == "ray":
+            where = "on Ray" if executor == "ray" else "on several processes"
+            raise ConfigError(f"pass the entrypoint as 'module:function' to run it {where}")
         entry = entrypoint
         name = getattr(entry, "__qualname__", type(entry).__qualname__)
         spec = f"{getattr(entry, '__module__', '?')}:{name}"
@@ -106,8 +122,14 @@ def rehearse(
     total = len(tasks) + 1
     if progress is not None:
         progress(1, total)
-    if jobs == 1 or not tasks:
-        cells: list[Cell] = []
+    cells: list[Cell] = []
+    if executor == "ray" and tasks:
+        from .ray import Placement, rehearse_cells
+
+        shared = (spec, dataclasses.asdict(policy), baseline)
+        placed = Placement(address, jobs, progress, total)
+        cells = rehearse_cells(_ray_cell, path, shared, tasks, placed)
+    elif jobs == 1 or not tasks:
         for label, seq, plan in tasks:
             cells.append(_run_cell(entry, path, policy, label, seq, plan, baseline))
             if progress is not None:
@@ -299,6 +321,22 @@ def _run_batch(
         _run_cell(entry, cassette, policy, label, seq, FaultPlan.from_dict(plan), baseline)
         for label, seq, plan in batch
     ]
+
+
+def _ray_cell(
+    cassette: Shipped,
+    label: str,
+    seq: int | None,
+    plan: dict[str, Any],
+    spec: str,
+    policy_fields: dict[str, Any],
+    baseline: tuple[Outcome, ...],
+) -> Cell:
+    """A cell as a Ray task: the cassette's bytes become a file of the worker's own."""
+    with tempfile.TemporaryDirectory(prefix="faultdeck-ray-") as folder:
+        copy = cassette.write(folder)
+        (cell,) = _run_batch(spec, copy, policy_fields, [(label, seq, plan)], baseline)
+    return dataclasses.replace(cell, detail=cassette.named(cell.detail, copy))
 
 
 # -- small helpers -----------------------------------------------------------------------------

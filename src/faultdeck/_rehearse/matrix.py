@@ -13,7 +13,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._base.clock import VirtualClock
 from .._base.errors import ConfigError
@@ -30,6 +30,10 @@ FINDINGS: frozenset[str] = frozenset({"broke", "miss", "raised"})
 """The statuses that are findings: an invariant broke, the loop left the recorded path, or
 it let an exception out. A crash the restart recovered from (``killed``) is not one."""
 Entrypoint = Callable[[Deck, VirtualClock], Sequence[Outcome]]
+
+Executor = Literal["local", "ray"]
+"""Where the cells run: here (threads or processes) or as tasks on a Ray cluster."""
+EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 REPLAY_ROW = "replay (x2)"
 """The row that replays the clean run twice and checks it (replay determinism included)."""
@@ -176,6 +180,17 @@ def plan_cells(
             raise ConfigError(f"plan {name!r}: expected a FaultPlan, got {short(plan)}")
         tasks.append((name, None, plan))
     return tasks
+
+
+def check_executor(executor: object) -> Executor:
+    """``executor`` itself, if it is one the rehearsal can run on.
+
+    Raises:
+        ConfigError: it is neither ``"local"`` nor ``"ray"``.
+    """
+    if isinstance(executor, str) and executor in EXECUTORS:
+        return cast(Executor, executor)
+    raise ConfigError(f"executor must be 'local' or 'ray', got {short(executor)}")
 
 
 def module_policy(spec: str) -> Policy:

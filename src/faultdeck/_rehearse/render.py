@@ -1,4 +1,5 @@
-"""Rendering a rehearsal's ``Matrix``: a rich table, plain summary lines, a JSON-ready dict.
+"""Rendering a rehearsal's ``Matrix``: a rich table, plain summary lines, a JSON-ready dict;
+for a rehearsal of several cassettes, one summary row per cassette.
 
 Nothing here prints: the command line decides where each goes. The table has one row per
 fault (or plan) and one column per call position of the clean run; a whole-run column
@@ -11,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, get_args
 
 from rich.table import Table
@@ -144,6 +146,41 @@ def matrix_json(matrix: Matrix) -> dict[str, Any]:
         "cells": [_cell_json(c, calls) for c in matrix.cells],
         "baseline": [_outcome_json(o) for o in matrix.baseline],
     }
+
+
+SUMMARY_COLUMNS: tuple[str, ...] = ("cassette", "cells", "held", "broken", "errors", "killed")
+"""The columns of a summary row, in order; ``errors`` is raised + off the recorded path."""
+
+
+def summary_row(cassette: str, matrix: Matrix) -> dict[str, Any]:
+    """One cassette's row in a rehearsal of several, JSON-ready: ``{"cassette", "cells",
+    "held", "broken", "errors", "killed", "ok"}``; ``errors`` counts the cells that raised or
+    went off the recorded path, ``cassette`` is named as the caller named it."""
+    counts = _counts(matrix)
+    return {
+        "cassette": cassette,
+        "cells": len(matrix.cells),
+        "held": counts["held"],
+        "broken": counts["broke"],
+        "errors": counts["raised"] + counts["miss"],
+        "killed": counts["killed"],
+        "ok": matrix.ok,
+    }
+
+
+def summary_table(rows: Sequence[dict[str, Any]]) -> Table:
+    """The summary rows as a rich ``Table``, a row per cassette; a count that is a finding
+    (broken, errors) is red when it is not 0."""
+    table = Table(show_lines=False)
+    for column in SUMMARY_COLUMNS:
+        table.add_column(column, justify="left" if column == "cassette" else "right")
+    for row in rows:
+        cells: list[Text | str] = [Text(row["cassette"])]
+        for column in SUMMARY_COLUMNS[1:]:
+            bad = column in ("broken", "errors") and row[column]
+            cells.append(Text(str(row[column]), style="bold red" if bad else ""))
+        table.add_row(*cells)
+    return table
 
 
 def _cell_json(cell: Cell, calls: dict[int, str]) -> dict[str, Any]:

@@ -2,30 +2,32 @@
 
 ``record`` and ``replay`` run the user's program with ``FAULTDECK_*`` set (its deck comes
 from ``fd.Deck.from_env()``), read back the JSON report it writes when it exits, and print
-it; ``first_difference`` finds where repeated replays part ways. ``rehearse`` shows its
-progress with ``progress_bar``.
+it; ``run_children`` runs many at once (``replay --repeat --jobs``); ``first_difference``
+finds where repeated replays part ways.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 from rich.console import Console
-from rich.progress import Progress
 
 from .._base import terms
 from .._base.words import plural
+from .._rehearse.matrix import Executor
 
 TAIL = 40
 """How many of the program's last stderr lines are kept, to say why it failed."""
@@ -35,6 +37,74 @@ SHOWN = 5
 Ran = tuple[int, dict[str, Any] | None, str]
 """A program's run: its exit code, its deck's report (``None`` if it wrote none) and the
 last lines of its stderr."""
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """How a command runs its programs (``--jobs``, ``--executor``, ``--address``, ``--quiet``).
+
+    Attributes:
+        jobs: how many at once.
+        executor: ``"local"`` (processes here) or ``"ray"`` (tasks on a Ray cluster).
+        address: the Ray cluster to join; ``None`` starts a local Ray for the command.
+        quiet: show no progress.
+    """
+
+    jobs: int
+    executor: Executor
+    address: str | None
+    quiet: bool
+
+
+def running_options(jobs_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``--jobs``, ``--executor``, ``--address`` and ``--quiet``, the same on ``rehearse`` and
+    ``replay``; the command gets them as one ``running: Running``."""
+    options = (
+        click.option(
+            "--jobs",
+            type=click.IntRange(1, 256),
+            default=1,
+            show_default=True,
+            help=jobs_help,
+        ),
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "ray"]),
+            default="local",
+            show_default=True,
+            help="Where the runs go: processes here, or tasks on a Ray cluster.",
+        ),
+        click.option(
+            "--address",
+            metavar="ADDR",
+            help="With --executor ray: join the Ray cluster at ADDR (host:port, as `ray status` "
+            "shows it); without it a local Ray is started for the command and stopped after.",
+        ),
+        click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="No progress on stderr (a bar on a terminal, a line now and then otherwise).",
+        ),
+    )
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def gathered(
+            *args: Any, jobs: int, executor: Executor, address: str | None, quiet: bool, **kw: Any
+        ) -> None:
+            if address is not None and executor != "ray":
+                raise click.UsageError(
+                    f"--address {address} joins a Ray cluster: add --executor ray"
+                )
+            command(*args, running=Running(jobs, executor, address, quiet), **kw)
+
+        with_options: Callable[..., None] = gathered
+        for option in reversed(options):
+            with_options = option(with_options)
+        return with_options
+
+    return decorate
 
 
 def run_child(
@@ -54,7 +124,7 @@ def run_child(
         report_path = os.path.join(folder, "report.json")
         env = dict(os.environ)
         env.update(
-            FAULTDECK_CASSETTE=os.path.abspath(cassette),
+            FAULTDECK_CASSETTE=location(cassette),
             FAULTDECK_MODE=mode,
             FAULTDECK_REPORT=report_path,
             FAULTDECK_TERMS=terms.current().to_env(),
@@ -85,6 +155,46 @@ def run_child(
         if os.path.exists(report_path):
             report = orjson.loads(Path(report_path).read_bytes())
         return child.returncode, report, "".join(tail)
+
+
+def location(cassette: str) -> str:
+    """The cassette as a child is given it: a URL (``s3://…``, ``memory://…``) as it is, a
+    path made absolute (the child may run elsewhere)."""
+    return cassette if "://" in cassette else os.path.abspath(cassette)
+
+
+def run_children(
+    command: Sequence[str],
+    cassette: str,
+    extras: Sequence[dict[str, str]],
+    *,
+    jobs: int,
+    finished: Callable[[int, Ran], None] | None = None,
+) -> list[Ran]:
+    """Replay ``cassette`` through ``command`` once per dict of ``extras`` (its own
+    ``FAULTDECK_*`` variables), ``jobs`` children at once, their output captured.
+
+    Returns the runs in the order of ``extras``, whatever order they finished in;
+    ``finished(index, ran)`` is called here, in the calling thread, as each one ends.
+    """
+    runs: list[Ran | None] = [None] * len(extras)
+    # Threads suffice: each one only waits on its child process and reads its stderr.
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="faultdeck") as pool:
+        futures = {
+            pool.submit(run_child, command, cassette, "replay", extra=extra, capture=True): index
+            for index, extra in enumerate(extras)
+        }
+        try:
+            for future in as_completed(futures):
+                index = futures[future]
+                runs[index] = ran = future.result()
+                if finished is not None:
+                    finished(index, ran)
+        except BaseException:
+            for future in futures:
+                future.cancel()  # the runs not started yet; the running ones end on their own
+            raise
+    return [ran for ran in runs if ran is not None]
 
 
 def no_report(command: Sequence[str], code: int, stderr: str) -> str:
@@ -218,19 +328,3 @@ def first_difference(reports: Sequence[dict[str, Any] | None]) -> dict[str, Any]
                 "variants": [{"call": call, "runs": runs} for call, runs in seen.items()],
             }
     return None
-
-
-@contextlib.contextmanager
-def progress_bar(out: Console, *, enabled: bool) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on a terminal (refreshed by hand: no thread beside worker processes)."""
-    if not (enabled and out.is_terminal):
-        yield lambda done, total: None
-        return
-    with Progress(console=out, auto_refresh=False, transient=True) as bar:
-        task = bar.add_task("rehearsing", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-            bar.refresh()
-
-        yield update

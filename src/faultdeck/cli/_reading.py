@@ -18,6 +18,7 @@ from .._base import terms
 from .._base.words import plural
 from .._cassette.format import Entry, Recording
 from .._cassette.reader import load
+from .._cassette.store import is_url
 from .._cassette.summary import show_json
 from .._cassette.writer import partial_path
 from .._diff.align import diff_recordings
@@ -102,6 +103,8 @@ def show(cassette: str, fmt: str) -> None:
         )
     out.print(table)
     out.print(ending(recording, cassette), markup=False)
+    if is_url(cassette):
+        return  # a store holds whole cassettes only: nothing unfinished lies beside one
     partial = partial_path(os.path.realpath(cassette))
     if os.path.exists(partial) and os.path.realpath(cassette) != partial:
         out.print(

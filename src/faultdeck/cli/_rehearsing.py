@@ -1,24 +1,54 @@
-"""The commands that rehearse: ``rehearse`` (the fault matrix) and ``demo``."""
+"""The commands that rehearse: ``rehearse`` (the fault matrix, of one cassette or of many, then
+a row each) and ``demo``."""
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
+from rich.console import Console
 
 from .._base.loading import load_attr
+from .._base.words import plural
 from .._cassette.reader import load
 from .._judge.policy import Policy
+from .._rehearse.matrix import Matrix
 from ..faults import FaultPlan
-from ._child import progress_bar
+from ._child import Running, running_options
 from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
+from ._progress import meter
 
 
-@cli.command()
-@click.argument("cassette", type=click.Path(dir_okay=False))
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+class BeforeTheProgram(click.Command):
+    """A command whose own arguments (several cassettes) end at ``--``, after which comes the
+    program to run: click alone would give both to one ``nargs=-1`` argument."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse what comes before ``--``; hand what comes after to the callback as
+        ``command``."""
+        program: list[str] = []
+        if "--" in args:
+            at = args.index("--")
+            args, program = args[:at], args[at + 1 :]
+        rest = super().parse_args(ctx, args)
+        ctx.params["command"] = tuple(program)
+        return rest
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        """The usage line, with the program at its end."""
+        return [*super().collect_usage_pieces(ctx), "[-- CMD...]"]
+
+
+@cli.command(cls=BeforeTheProgram)
+@click.argument("cassettes", metavar="CASSETTE...", nargs=-1, required=True)
 @click.option(
     "--entrypoint",
     metavar="MODULE:FUNCTION",
@@ -38,22 +68,16 @@ from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
     metavar="MODULE:NAME",
     help="The Policy to judge by (default: the entrypoint module's POLICY).",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Run cells on this many local processes.",
-)
+@running_options("Run cells on this many processes (with --executor ray: Ray CPUs).")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def rehearse(
-    cassette: str,
+    cassettes: tuple[str, ...],
     command: tuple[str, ...],
     entrypoint: str | None,
     faults_: str,
     policy_spec: str | None,
-    jobs: int,
     fmt: str,
+    running: Running,
 ) -> None:
     """Replay CASSETTE under every fault at every call it applies to; judge each run.
 
@@ -65,17 +89,21 @@ def rehearse(
     call (not run, not counted). Exit 1 when a cell broke, went off the recorded path or
     raised (a finding); a crash restarted fine is not one.
 
+    CASSETTE may be several files, a folder (every *.jsonl under it) or a quoted glob: then
+    each gets its matrix, and a row each in a summary at the end.
+
     \b
     faultdeck rehearse golden.jsonl --entrypoint examples.workshop.rehearsal:good
     faultdeck rehearse golden.jsonl --faults plans/quota.toml --jobs 4 -- python agent.py
+    faultdeck rehearse runs/ 'more/*.jsonl' --entrypoint agent:run --format json
     """
-    from .._rehearse.command import rehearse_command
-    from .._rehearse.inprocess import rehearse as run_matrix
     from .._rehearse.render import LEGEND, matrix_json, matrix_summary, matrix_table
 
     if (entrypoint is None) == (not command):
         raise click.UsageError("give either --entrypoint MODULE:FUNCTION or -- CMD…, not both")
-    load(cassette)
+    paths, several = cassettes_in(cassettes)
+    for path in paths:
+        load(path)  # every cassette read before any runs: a bad one is an input error
     plans = None if faults_ == "all" else {Path(faults_).stem: FaultPlan.load(faults_)}
     # Entrypoints are named relative to where the command runs, as `python -m` would.
     if os.getcwd() not in sys.path:
@@ -86,25 +114,148 @@ def rehearse(
         if not isinstance(found, Policy):
             raise click.UsageError(f"{policy_spec} is not a faultdeck Policy")
         policy = found
+    how = Rehearsal(entrypoint, command, plans, policy, running)
+    matrices = rehearse_each(paths, how, several=several)
     out = console()
-    with progress_bar(out, enabled=fmt == "text") as update:
-        if entrypoint is not None:
-            matrix = run_matrix(
-                entrypoint, cassette, plans, policy=policy, jobs=jobs, progress=update
-            )
+    if not several:
+        (matrix,) = matrices
+        if fmt == "json":
+            emit_json(matrix_json(matrix))
         else:
-            matrix = rehearse_command(
-                command, cassette, plans, policy=policy, jobs=jobs, progress=update
-            )
-    if fmt == "json":
-        emit_json(matrix_json(matrix))
+            out.print(matrix_table(matrix))
+            out.print(LEGEND, markup=False)
+            for line in matrix_summary(matrix):
+                out.print(line, markup=False)
+    elif fmt == "json":
+        emit_json(several_json(paths, matrices))
     else:
-        out.print(matrix_table(matrix))
-        out.print(LEGEND, markup=False)
+        print_several(out, paths, matrices)
+    if not all(matrix.ok for matrix in matrices):
+        raise Finding
+
+
+@dataclass(frozen=True, slots=True)
+class Rehearsal:
+    """What ``rehearse`` does to each cassette: the way it runs the loop (an entrypoint or a
+    command), the plans (``None``: every fault), the policy and where the cells run."""
+
+    entrypoint: str | None
+    command: tuple[str, ...]
+    plans: dict[str, FaultPlan] | None
+    policy: Policy | None
+    running: Running
+
+
+def cassettes_in(specs: Sequence[str]) -> tuple[list[str], bool]:
+    """The cassettes the arguments name, in order, each once; and whether they are a set
+    (several arguments, a folder, a glob), which gets a summary, even if only one matched.
+
+    A folder is every ``*.jsonl`` under it, sorted; a pattern with ``*``, ``?`` or ``[`` is
+    a glob (``**`` goes into folders); a URL and anything else is one cassette, as given.
+    """
+    paths: list[str] = []
+    several = len(specs) > 1
+    for spec in specs:
+        if "://" in spec:
+            found = [spec]
+        elif os.path.isdir(spec):
+            several = True
+            found = sorted(str(p) for p in Path(spec).rglob("*.jsonl") if p.is_file())
+            if not found:
+                raise click.ClickException(f"no *.jsonl cassette under the folder {spec}")
+        elif any(c in spec for c in "*?["):
+            several = True
+            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+            if not found:
+                where = "" if os.path.isabs(spec) else f" (from {os.getcwd()})"
+                raise click.ClickException(f"no cassette matches {spec}{where}; check the pattern")
+        else:
+            found = [spec]
+        paths += [path for path in found if path not in paths]
+    return paths, several
+
+
+def rehearse_each(paths: Sequence[str], how: Rehearsal, *, several: bool) -> list[Matrix]:
+    """Each cassette's matrix, one after the other, with the progress on stderr."""
+    from .._rehearse.command import rehearse_command
+    from .._rehearse.inprocess import rehearse as run_matrix
+
+    running = how.running
+    run: Callable[..., Matrix] = (
+        partial(run_matrix, how.entrypoint)
+        if how.entrypoint is not None
+        else partial(rehearse_command, how.command)
+    )
+    matrices: list[Matrix] = []
+    findings = ("finding", "findings")
+    with (
+        _one_ray(running.address, running.jobs) if running.executor == "ray" else nullcontext(),
+        meter(noun="cells", failure=findings, live=False, quiet=running.quiet) as progress,
+    ):
+        for path in paths:
+            progress.begin(path if several else "")
+            matrix = run(
+                path,
+                how.plans,
+                policy=how.policy,
+                jobs=running.jobs,
+                progress=progress,
+                executor=running.executor,
+                address=running.address,
+            )
+            progress.failed(len(matrix.findings))
+            progress.end()
+            matrices.append(matrix)
+    return matrices
+
+
+@contextmanager
+def _one_ray(address: str | None, jobs: int) -> Iterator[None]:
+    """One Ray for the whole command: every cassette's cells run on it, rather than each
+    cassette starting (and stopping) a local Ray of its own."""
+    from .._rehearse.ray import cluster
+
+    with cluster(address, cpus=jobs if jobs > 1 else None):
+        yield
+
+
+def several_json(paths: Sequence[str], matrices: Sequence[Matrix]) -> dict[str, Any]:
+    """``{"ok", "cassettes": [{"cassette", "ok", "matrix"}], "summary": [row]}``: each
+    matrix as ``matrix_json`` gives it, each row as ``summary_row``."""
+    from .._rehearse.render import matrix_json, summary_row
+
+    return {
+        "ok": all(m.ok for m in matrices),
+        "cassettes": [
+            {"cassette": path, "ok": m.ok, "matrix": matrix_json(m)}
+            for path, m in zip(paths, matrices, strict=True)
+        ],
+        "summary": [summary_row(path, m) for path, m in zip(paths, matrices, strict=True)],
+    }
+
+
+def print_several(out: Console, paths: Sequence[str], matrices: Sequence[Matrix]) -> None:
+    """Each cassette's matrix (titled with it) and summary lines, the legend, then a row per
+    cassette."""
+    from .._rehearse.render import (
+        LEGEND,
+        matrix_summary,
+        matrix_table,
+        summary_row,
+        summary_table,
+    )
+
+    for path, matrix in zip(paths, matrices, strict=True):
+        table = matrix_table(matrix)
+        table.title = path
+        out.print(table)
         for line in matrix_summary(matrix):
             out.print(line, markup=False)
-    if not matrix.ok:
-        raise Finding
+        out.print()
+    out.print(LEGEND, markup=False)
+    out.print(summary_table([summary_row(p, m) for p, m in zip(paths, matrices, strict=True)]))
+    bad = sum(not m.ok for m in matrices)
+    out.print(f"{plural(len(matrices), 'cassette')}: {bad} with findings", markup=False)
 
 
 @cli.command()

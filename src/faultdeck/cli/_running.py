@@ -1,19 +1,34 @@
-"""The commands that run a program under a deck: ``record``, ``resume`` and ``replay``."""
+"""The commands that run a program under a deck: ``record``, ``resume`` and ``replay`` (once,
+or ``--repeat`` times, ``--jobs`` at once, here or on Ray)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from .._base import terms
 from .._base.words import plural
+from .._cassette import store
 from .._cassette.reader import load
 from .._cassette.writer import partial_path
 from ..faults import FaultPlan
-from ._child import Ran, first_difference, no_report, print_replays, run_child
+from ._child import (
+    Ran,
+    Running,
+    first_difference,
+    location,
+    no_report,
+    print_replays,
+    run_child,
+    run_children,
+    running_options,
+)
 from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
+from ._progress import meter
 
 
 @cli.command()
@@ -59,7 +74,8 @@ def resume(cassette: str, command: tuple[str, ...]) -> None:
 def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
     """``record`` and ``resume``: run the program, then keep or place what it recorded."""
     terms.use(terms.command_line(cassette, command))
-    partial = partial_path(os.path.realpath(cassette))
+    url = store.is_url(cassette)
+    partial = "" if url else partial_path(os.path.realpath(cassette))
     extra = {"FAULTDECK_DEFER_REPLACE": "1"}
     code, report, stderr = run_child(command, cassette, mode, extra=extra)
     out = console()
@@ -67,25 +83,41 @@ def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
         out.print(no_report(command, code, stderr), markup=False)
         raise Finding
     calls = report["live"] + report["used"]
-    placed = code == 0 and finished(partial)
-    if placed:
-        os.replace(partial, os.path.realpath(cassette))
+    if url:
+        # The program's deck left its finished copy local (report["kept"]); it goes to the
+        # store, whole, only once the program has exited 0.
+        partial = report.get("kept") or ""
+        lost = unanswered(report, partial) if partial else None
+        placed = code == 0 and bool(partial) and finished(partial)
+        if placed:
+            store.upload(partial, cassette)
+            shutil.rmtree(os.path.dirname(partial), ignore_errors=True)
+    else:
+        placed = code == 0 and finished(partial)
+        if placed:
+            os.replace(partial, os.path.realpath(cassette))
+        written = cassette if placed or not os.path.exists(partial) else partial
+        lost = unanswered(report, written)
     verb = {"record": "recorded", "append": "appended"}.get(mode, "resumed")
     live = plural(report["live"], "call")
     if mode == "append":
         out.print(f"{verb} {live} to {cassette} ({report['used']} replayed from it)")
     else:
         out.print(f"{verb} {plural(calls, 'call')} ({report['live']} live) into {cassette}")
-    lost = unanswered(report, cassette if placed or not os.path.exists(partial) else partial)
     if lost:
         click.echo(f"faultdeck: warning: {lost}", err=True)
     if code != 0:
         out.print(f"the program exited with {code}")
-        if os.path.exists(partial):
-            kept = "left as it was" if os.path.exists(cassette) else "not written"
+        if partial and os.path.exists(partial):
+            there = store.exists(cassette) if url else os.path.exists(cassette)
+            kept = "left as it was" if there else "not written"
+            finish = (
+                ""  # a store's recording is not resumed: record it again
+                if url
+                else f" (finish it with: faultdeck resume {cassette} -- {' '.join(command)})"
+            )
             out.print(
-                f"{cassette} was {kept}; the new recording is in {partial} "
-                f"(finish it with: faultdeck resume {cassette} -- {' '.join(command)})",
+                f"{cassette} was {kept}; the new recording is in {partial}{finish}",
                 markup=False,
             )
         raise Finding
@@ -135,6 +167,7 @@ def finished(path: str) -> bool:
     is_flag=True,
     help="Recorded calls the program never asked for fail the replay, as misses do.",
 )
+@running_options("With --repeat: run this many replays at once.")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def replay(
     cassette: str,
@@ -143,15 +176,18 @@ def replay(
     plan: str | None,
     strict: bool,
     fmt: str,
+    running: Running,
 ) -> None:
     """Run a program offline against CASSETTE; report misses, unused and repeated calls.
 
     Each run sees FAULTDECK_RUN (0, 1, …), so a program can seed per run. A pass rate
     strictly between 0 and 1 is flakiness, shown with the first call the runs disagree on.
+    With --jobs, that many runs go at once; the report is the same, in run order.
 
     \b
     faultdeck replay runs/base.jsonl -- python agent.py
     faultdeck replay runs/base.jsonl --repeat 20 --faults plans/quota.json -- python agent.py
+    faultdeck replay runs/base.jsonl --repeat 200 --jobs 8 -- python agent.py
     faultdeck replay runs/base.jsonl --strict -- python agent.py
     """
     terms.use(terms.command_line(cassette, command))
@@ -160,10 +196,13 @@ def replay(
     if plan is not None:
         FaultPlan.load(plan)
         extra["FAULTDECK_FAULTS"] = os.path.abspath(plan)
-    runs: list[Ran] = []
-    for index in range(repeat):
-        extra["FAULTDECK_RUN"] = str(index)
-        runs.append(run_child(command, cassette, "replay", extra=extra, capture=repeat > 1))
+    extras = [dict(extra, FAULTDECK_RUN=str(index)) for index in range(repeat)]
+    if running.executor == "ray":
+        runs = replays_on_ray(command, cassette, extras, running, strict)
+    elif repeat == 1:
+        runs = [run_child(command, cassette, "replay", extra=extras[0])]
+    else:
+        runs = replays_here(command, cassette, extras, running, strict)
     passed = [replayed(code, report, strict) for code, report, _ in runs]
     rate = sum(passed) / repeat
     difference = first_difference([report for _, report, _ in runs])
@@ -183,6 +222,53 @@ def replay(
         print_replays(console(), cassette, command, runs, passed, difference, strict=strict)
     if rate < 1:
         raise Finding
+
+
+FAILED = ("failed", "failed")
+"""How the progress of replays counts a failed run."""
+
+
+def replays_here(
+    command: Sequence[str],
+    cassette: str,
+    extras: list[dict[str, str]],
+    running: Running,
+    strict: bool,
+) -> list[Ran]:
+    """The runs on this machine, ``running.jobs`` at once, counted on stderr as they end."""
+    with meter(noun="runs", failure=FAILED, quiet=running.quiet) as progress:
+        progress.begin(total=len(extras))
+        done = [0]
+
+        def finished(index: int, ran: Ran) -> None:
+            done[0] += 1
+            if not replayed(ran[0], ran[1], strict):
+                progress.failed()
+            progress(done[0], len(extras))
+
+        runs = run_children(command, cassette, extras, jobs=running.jobs, finished=finished)
+        progress.end()
+    return runs
+
+
+def replays_on_ray(
+    command: Sequence[str],
+    cassette: str,
+    extras: list[dict[str, str]],
+    running: Running,
+    strict: bool,
+) -> list[Ran]:
+    """The runs as tasks on Ray; their failures are counted once all are back."""
+    from .._rehearse.ray import run_replays
+
+    quiet = running.quiet or len(extras) == 1
+    with meter(noun="runs", failure=FAILED, live=False, quiet=quiet) as bar:
+        bar.begin(total=len(extras))
+        where = location(cassette)
+        runs = run_replays(command, where, extras, address=running.address, progress=bar)
+        bar.failed(sum(not replayed(code, report, strict) for code, report, _ in runs))
+        bar.end()
+    return runs
 
 
 def replayed(code: int, report: dict[str, Any] | None, strict: bool) -> bool:

@@ -34,10 +34,10 @@ from .._base.config import MODES, load_settings
 from .._base.errors import CassetteNotFound, ConfigError, ReplayMiss
 from .._base.words import plural
 from .._deck.deck import Deck
-from .._deck.report import Report
 from ._miss import MissReport, miss_report
 from ._network import NetworkBlocked, blocking
 from ._settings import KEYS, Resolved, cassette_name, default_cassette, rerecord_command, resolve
+from ._summary import SUMMARY_KEY, Gather, Off, is_worker
 
 __all__ = [
     "KEYS",
@@ -53,8 +53,9 @@ __all__ = [
 DECK_KEY = pytest.StashKey[Deck]()
 RESOLVED_KEY = pytest.StashKey[Resolved]()
 MISSING_KEY = pytest.StashKey[CassetteNotFound]()
-REPORTS_KEY = pytest.StashKey[list[tuple[str, Report]]]()
 FAILED_KEY = pytest.StashKey[bool]()
+_SERIALIZED = "faultdeck_miss"
+"""The key of a ``MissReport``'s data in a serialized report's ``longrepr``."""
 _CONCISE = ("auto", "short", "line")
 """The ``--tb`` styles a miss is shown in as ``MissReport``; the others show every frame."""
 
@@ -92,13 +93,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker, so that ``--strict-markers`` accepts it."""
+    """Register the marker, so that ``--strict-markers`` accepts it; under xdist, the hooks
+    that bring the workers' summaries to the controller."""
     config.addinivalue_line(
         "markers",
         "faultdeck(cassette=None, faults=None, match=None, mode=None): the test's deck "
         "settings (the command line wins over these, these over faultdeck_config)",
     )
-    config.stash[REPORTS_KEY] = []
+    config.stash[SUMMARY_KEY] = []
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(Gather(config), "faultdeck-xdist")
 
 
 def _options(config: pytest.Config) -> dict[str, Any]:
@@ -179,17 +183,37 @@ def _fail_unused(item: pytest.Item, report: pytest.TestReport, deck: Deck) -> No
     )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(report: Any) -> Generator[None, Any, Any]:
+    """Send a miss's report whole (pytest would send its text, and ``--tb=line`` under
+    xdist would print the text's first 50 characters instead of ``path:line: message``)."""
+    data = yield
+    longrepr = getattr(report, "longrepr", None)
+    if isinstance(data, dict) and isinstance(longrepr, MissReport):
+        data["longrepr"] = {_SERIALIZED: longrepr.to_data()}
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(data: dict[str, Any]) -> Generator[None, Any, Any]:
+    """Rebuild the miss's report ``pytest_report_to_serializable`` sent."""
+    longrepr = data.get("longrepr")
+    miss = longrepr.get(_SERIALIZED) if isinstance(longrepr, dict) else None
+    report = yield
+    if miss is not None and report is not None:
+        report.longrepr = MissReport.from_data(miss)
+    return report
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """Summarise the decks that had misses, unused calls or repeats."""
-    off = [(nodeid, r) for nodeid, r in config.stash.get(REPORTS_KEY, []) if not r.ok]
-    if not off:
+    """Summarise the decks that had misses, unused calls or repeats (under xdist, the
+    controller does, for every worker's decks)."""
+    lines = config.stash.get(SUMMARY_KEY, [])
+    if not lines or is_worker(config):
         return
     terminalreporter.section("faultdeck")
-    for nodeid, report in off:
-        terminalreporter.write_line(
-            f"{nodeid}: {len(report.misses)} missed, {len(report.unused)} unused, "
-            f"{len(report.repeats)} repeated ({report.cassette})"
-        )
+    for off in lines:
+        terminalreporter.write_line(off.line())
 
 
 # -- fixtures ----------------------------------------------------------------------------
@@ -260,4 +284,6 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
             # A test that failed while recording leaves a good cassette as it was: the new
             # recording stays beside it (see Report.kept).
             deck.close("error" if item.stash.get(FAILED_KEY, False) else "ok")
-    item.config.stash[REPORTS_KEY].append((item.nodeid, deck.report()))
+    report = deck.report()
+    if not report.ok:
+        item.config.stash[SUMMARY_KEY].append(Off.of(item.nodeid, report))

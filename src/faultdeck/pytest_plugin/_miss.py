@@ -6,7 +6,9 @@ call, after how many agreeing calls, which argument changed, the command that re
 test) and in the test's own lines that made the call. ``MissReport`` is what pytest prints
 for it instead of its traceback: pytest renders any report with ``toterminal``, reads
 ``reprcrash`` for its one-line summaries, and stores ``str()`` where it needs text (JUnit
-XML, xdist).
+XML). pytest-xdist would carry it from a worker to the controller as that text, losing
+``reprcrash``; ``to_data`` and ``from_data`` carry it whole (see the plugin's
+``pytest_report_to_serializable``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
 _LIBRARIES = tuple(
@@ -113,6 +115,22 @@ class MissReport:
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+    def to_data(self) -> dict[str, Any]:
+        """Plain data, as a serialized pytest report carries it."""
+        crash = self.reprcrash
+        return {
+            "message": self.message,
+            "frames": [[f.path, f.lineno, f.name, f.line] for f in self.frames],
+            "reprcrash": [crash.path, crash.lineno, crash.message],
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> MissReport:
+        """The report ``to_data`` made."""
+        frames = tuple(Frame(str(p), int(n), str(f), str(s)) for p, n, f, s in data["frames"])
+        path, lineno, message = data["reprcrash"]
+        return cls(str(data["message"]), frames, Crash(str(path), int(lineno), str(message)))
 
 
 def miss_report(exc: BaseException, invoked_in: Path, *, frames: bool) -> MissReport | None:
