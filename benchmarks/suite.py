@@ -77,7 +77,7 @@ QUICK = Sizes(
     replays=6,
     replay_reps=1,
     serve=serve.Plan(calls=5, reps=1),
-    scale=scale.Plan(calls=1, repeat=2, ray=False),
+    scale=scale.Plan(calls=1, repeat=2, reps=1, ray=False),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
