@@ -197,6 +197,9 @@ def test_record_puts_a_finished_run_in_the_store_and_a_failed_one_never(
     failed = run("record", url, "--", sys.executable, str(failing), env=env, cwd=tmp_path)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert f"{url} was left as it was" in failed.stdout
+    said = " ".join(failed.stdout.split())
+    assert f"cannot be resumed; record it again: faultdeck record {url} -- " in said
+    assert "faultdeck resume" not in said
     assert read_bytes(url) == first
     folder = url.rsplit("/", 1)[0]
     assert fsspec.filesystem("s3").ls(folder) == [folder[len("s3://") :] + "/recorded.jsonl"]

@@ -9,6 +9,7 @@ measures what the guarantee promises.
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import subprocess
@@ -107,6 +108,51 @@ def test_a_real_divergence_while_recorded_calls_remain_is_still_a_miss(tmp_path:
         assert deck.call("tool", "work", {"i": 0}, lambda: {"i": 0}) == {"i": 0}
         with pytest.raises(fd.ReplayMiss, match="replay miss at seq 2"):
             deck.call("tool", "work", {"i": 99}, lambda: {"i": 99})
+
+
+def killed_between_numbering_and_intent(cassette: Path, *, later: bool = False) -> None:
+    """Seq 2 numbered but not yet written when the run dies; seq 3's intent already on disk.
+
+    Under a thread pool this is a real interleaving: numbering is under the deck's lock, the
+    intent is written just after it, so a later call's intent can reach the file first.
+    """
+    deck = fd.Deck(cassette, mode="record", on_harness_change="ignore")
+    deck.open()
+    with deck.begin("tool", "work", {"i": 0}) as first:
+        first.start()
+        first.result({"i": 0})
+    deck.begin("tool", "work", {"i": 1})  # numbered; its thread had not reached start()
+    deck.begin("tool", "work", {"i": 2}).start()  # its intent is on disk, then the kill
+    if later:  # and a later call finished first
+        with deck.begin("tool", "work", {"i": 3}) as fourth:
+            fourth.start()
+            fourth.result({"i": 3})
+    deck.abandon()
+
+
+def test_a_call_numbered_but_never_written_goes_live_on_resume(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.jsonl"
+    killed_between_numbering_and_intent(cassette, later=True)
+    killed = fd.load(cassette)
+    assert (killed.begun, killed.unseen, len(killed.in_flight())) == (4, 1, 1)
+    with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
+        outs: list[dict[str, int]] = [
+            deck.call("tool", "work", {"i": i}, functools.partial(dict, i=i)) for i in range(4)
+        ]
+    assert outs == [{"i": i} for i in range(4)]
+    assert [c.source for c in deck.calls] == ["replay", "live", "live", "replay"]
+    assert sorted(e.args["i"] for e in fd.load(cassette).entries) == [0, 1, 2, 3]
+
+
+def test_only_as_many_unwritten_calls_go_live_as_the_run_numbered(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.jsonl"
+    killed_between_numbering_and_intent(cassette, later=True)
+    assert fd.load(cassette).unseen == 1
+    with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
+        assert deck.call("tool", "work", {"i": 0}, lambda: {"i": 0}) == {"i": 0}
+        assert deck.call("tool", "work", {"i": 97}, lambda: {"i": 97}) == {"i": 97}
+        with pytest.raises(fd.ReplayMiss, match="replay miss at seq 3"):
+            deck.call("tool", "work", {"i": 98}, lambda: {"i": 98})
 
 
 SENDER = textwrap.dedent(
@@ -261,15 +307,11 @@ TRIALS = textwrap.dedent(
             os._exit(code)
         return pid
 
-    # Warm what every child would otherwise do first (the git harness, the settings), and
-    # time a whole run, so that the kills land anywhere in it.
-    spans = {}
+    # Warm what every child would otherwise do first (the git harness, the settings).
     for style in ("threads", "asyncio"):
         scratch = os.path.join(folder, f"warm-{style}.jsonl")
         sink = os.open(os.devnull, os.O_WRONLY)
-        started = time.perf_counter()
         agent("record", scratch, style, sink, sink, 0)
-        spans[style] = time.perf_counter() - started
         os.close(sink)
 
     results = []
@@ -281,7 +323,15 @@ TRIALS = textwrap.dedent(
         effects = os.open(effects_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         rng = random.Random(1000 + t)
         pid = child("record", cassette, style, done, effects, t)
-        time.sleep(rng.uniform(0.2, 1.0) * spans[style])
+        # The kill lands mid-run whatever the machine's load: after a random number of the
+        # work calls completed, plus a random part of one call's time.
+        after = rng.randint(1, 10)
+        done_path = os.path.join(folder, f"t{t}.done")
+        for _ in range(5000):
+            if open(done_path).read().count("\\n") >= after:
+                break
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0, 0.006))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         row = {"trial": t, "style": style}

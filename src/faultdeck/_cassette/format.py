@@ -173,3 +173,10 @@ class Recording:
         """The highest seq of a call that began in the recorded run (0 for none)."""
         seqs = [e.seq for e in self.entries] + [i.seq for i in self.intents]
         return max(seqs, default=0)
+
+    @property
+    def unseen(self) -> int:
+        """How many seqs up to ``begun`` left no line: calls the run had numbered but not yet
+        written when it stopped (under threads a later call's intent can be written first)."""
+        seqs = {e.seq for e in self.entries} | {i.seq for i in self.intents}
+        return max(self.begun - len(seqs), 0)

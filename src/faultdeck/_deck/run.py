@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._base import config as _config
-from .._base.clock import Clock, VirtualClock
+from .._base.clock import Clock
 from .._base.config import Durability
 from .._base.context import current_step
 from .._base.errors import (
@@ -51,6 +51,7 @@ from .call import Call, Logged, as_record
 from .index import ReplayIndex
 from .miss import build_miss
 from .report import CallRecord, Report
+from .reporting import build_report
 
 _REPLAYING = frozenset({"replay", "append", "resume"})
 _KINDS = frozenset(KINDS)
@@ -124,6 +125,7 @@ class Run:
         # What a resumed run found in flight, by key, and the last seq the old run began.
         self._in_flight: dict[str, deque[Intent]] = {}
         self._begun = 0
+        self._unseen = 0  # of those seqs, how many left no line (numbered, never written)
         self._faulted = False  # whether any recorded call carries a fault
         self._match = match
         self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
@@ -197,6 +199,7 @@ class Run:
             for intent in recording.in_flight():
                 self._in_flight.setdefault(intent.key, deque()).append(intent)
             self._begun = recording.begun
+            self._unseen = recording.unseen
         self.file.extend(recording)
 
     def _use(self, recording: Recording) -> None:
@@ -319,6 +322,9 @@ class Run:
                     return call
                 if self.index.remaining == 0 or seq > self._begun:
                     return call
+                if self._unseen:  # the old run numbered a call it never wrote: this may be it
+                    self._unseen -= 1
+                    return call
             raise self._miss(call)
 
     def _keyed(
@@ -375,25 +381,14 @@ class Run:
     def report(self) -> Report:
         """What happened so far; see ``Deck.report``."""
         with self.lock:
-            calls = self.calls()
-            index = self.index
-            recording = self._recording
-            clock = self.clock
-            return Report(
+            kept = (self._copy.kept if self._copy else None) or self.file.kept
+            return build_report(
+                self.calls(),
                 cassette=self.path,
                 mode=self.mode,
-                entries=len(recording.entries) if recording else 0,
-                used=index.served,
-                live=sum(1 for c in calls if c.source == "live"),
-                unused=index.unused_refs(),
-                repeats=index.repeats(calls),
-                misses=tuple(c for c in calls if c.source == "miss"),
-                order_changes=index.order_changes,
-                faults=sum(1 for c in calls if c.fault is not None),
-                waited=clock.waited,
-                sleeps=clock.sleeps if isinstance(clock, VirtualClock) else (),
+                index=self.index,
+                recording=self._recording,
+                clock=self.clock,
                 harness_changed=self._harness_changed,
-                interrupted=bool(recording and recording.interrupted),
-                calls=calls,
-                kept=(self._copy.kept if self._copy else None) or self.file.kept,
+                kept=kept,
             )

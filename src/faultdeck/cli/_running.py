@@ -111,10 +111,11 @@ def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
         if partial and os.path.exists(partial):
             there = store.exists(cassette) if url else os.path.exists(cassette)
             kept = "left as it was" if there else "not written"
+            again = f"faultdeck {'record' if url else 'resume'} {cassette} -- {' '.join(command)}"
             finish = (
-                ""  # a store's recording is not resumed: record it again
+                f" (a store's recording cannot be resumed; record it again: {again})"
                 if url
-                else f" (finish it with: faultdeck resume {cassette} -- {' '.join(command)})"
+                else f" (finish it with: {again})"
             )
             out.print(
                 f"{cassette} was {kept}; the new recording is in {partial}{finish}",
