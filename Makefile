@@ -68,6 +68,8 @@ test-pythons: $(STAMP)
 	  $$venv/bin/pytest -n 2 -p no:cacheprovider || exit 1; \
 	done
 
+# The peers it measures against are in `.[bench]` (and in `.[dev]`, for the lint and the
+# benchmark's smoke test).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 

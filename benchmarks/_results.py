@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("faultdeck", "httpx", "vcrpy", "orjson")
+PACKAGES = ("faultdeck", "httpx", "orjson", "vcrpy", "agenttape", "agentcassette", "cassette-fn")
 
 
 @dataclass(frozen=True, slots=True)

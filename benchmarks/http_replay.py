@@ -1,22 +1,28 @@
 """Row 1: replaying N chat completions through an ``httpx.Client``, three ways.
 
     faultdeck   httpx.Client(transport=fd.http.Transport(deck)), deck replaying a cassette
+    agenttape   httpx.Client() under agenttape.use_cassette(path, mode="none"), which
+                patches httpx.Client.send: the request is made JSON (its body parsed), its
+                secret and volatile headers dropped, hashed (sorted-key JSON, sha256) and
+                looked up by key; the answer is a new httpx.Response of the recorded body
     vcrpy       httpx.Client() under vcr.use_cassette(record_mode="none"), default matchers
                 and with body matching
     floor       httpx.Client(transport=httpx.MockTransport(handler)) answering canned bytes:
                 the least any in-process HTTP replay can cost
 
-Each tool replays what it recorded itself, once beforehand, from the same local server.
-vcrpy patches httpx's transports (``MockTransport`` among them) while a cassette is in
-use, so every faultdeck and floor run first checks that no patch is active.
+Each tool replays what it recorded itself, once beforehand, from the same local server,
+which is stopped before any replay: a replay that reached for the network would fail.
+vcrpy patches httpx's transports (``MockTransport`` among them) and agenttape patches
+``httpx.Client.send`` while a cassette is in use, so every faultdeck and floor run first
+checks that no patch is active.
 
 vcrpy with body matching compares the i-th request with every recorded one before it,
 twice (``can_play_response_for``, then ``play_response``), and a failed comparison formats
 its failure report: a full run at N=2,000 takes minutes. Where the plan says so, it is
 timed on an evenly spaced sample of the N requests against the whole N-call cassette. The
 i-th request's cost depends only on i (the interactions before it never match its body,
-played or not), so the sample's mean per call estimates the whole loop's; at N=500 both
-are timed, to show how close the estimate comes.
+played or not), so the sample's mean per call estimates the whole loop's; at the smallest
+N both are timed, to show how close the estimate comes.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import agenttape
 import httpx
+import orjson
 import vcr
 
 import faultdeck as fd
@@ -38,13 +46,18 @@ from ._timing import Body, Contender, Timing, interleave
 
 FAULTDECK = "faultdeck"
 FLOOR = "floor (MockTransport)"
+AGENTTAPE = "agenttape"
 VCR_DEFAULT = "vcrpy, default matchers"
 VCR_BODY = "vcrpy, + body matcher"
 VCR_BODY_SAMPLED = "vcrpy, + body matcher, sampled"
-CONTENDERS = (FAULTDECK, FLOOR, VCR_DEFAULT, VCR_BODY, VCR_BODY_SAMPLED)
+CONTENDERS = (FAULTDECK, FLOOR, AGENTTAPE, VCR_DEFAULT, VCR_BODY, VCR_BODY_SAMPLED)
 
 _BODY_MATCH = ["method", "scheme", "host", "port", "path", "query", "body"]
-_UNPATCHED = (httpx.HTTPTransport.handle_request, httpx.MockTransport.handle_request)
+_UNPATCHED = (
+    httpx.HTTPTransport.handle_request,
+    httpx.MockTransport.handle_request,
+    httpx.Client.send,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +66,7 @@ class Plan:
 
     Args:
         sizes: the three N, small to large (the goals speak of 100, 500 and 2,000).
-        reps: timed runs per size for faultdeck and the floor.
+        reps: timed runs per size for faultdeck, the floor and agenttape.
         default_reps: timed runs per size for vcrpy with its default matchers.
         body_reps: timed runs per size for vcrpy with body matching.
         vcr_warmup: sizes at which vcrpy gets an untimed warm-up run; at the others, the
@@ -80,6 +93,7 @@ class Recorded:
     bodies: list[bytes]
     faultdeck: Path
     vcrpy: Path
+    agenttape: Path
 
 
 def run(plan: Plan, workdir: Path) -> dict[int, dict[str, Timing]]:
@@ -99,6 +113,7 @@ def _contenders(plan: Plan, rec: Recorded) -> list[Contender]:
     found = [
         Contender(FAULTDECK, lambda: _faultdeck(rec)),
         Contender(FLOOR, lambda: _floor(rec)),
+        Contender(AGENTTAPE, lambda: _agenttape(rec)),
         Contender(VCR_DEFAULT, lambda: _vcrpy(rec, None, rec.bodies), plan.default_reps[n], warm),
     ]
     if n in plan.body_full:
@@ -116,7 +131,7 @@ def _contenders(plan: Plan, rec: Recorded) -> list[Contender]:
 
 
 def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]:
-    """Rows 1.1 to 1.8."""
+    """Rows 1.1 to 1.10."""
     small, medium, large = plan.sizes
     found: list[Goal] = []
     for row, n in (("1.1", small), ("1.2", medium), ("1.3", large)):
@@ -127,7 +142,7 @@ def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]
                 f"HTTP replay, N={n:,}: faultdeck / floor",
                 f"faultdeck {_us(ours)}, floor {_us(floor)}",
                 ours.median_ns / floor.median_ns,
-                1.5,
+                1.3,
                 f"{ours.reps} each",
             )
         )
@@ -164,6 +179,18 @@ def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]
             f"{last.reps}, {first.reps}",
         )
     )
+    for row, n in (("1.9", small), ("1.10", large)):
+        ours, tape = results[n][FAULTDECK], results[n][AGENTTAPE]
+        found.append(
+            at_most(
+                row,
+                f"HTTP replay, N={n:,}: faultdeck / agenttape",
+                f"faultdeck {_us(ours)}, agenttape {_us(tape)}",
+                ours.median_ns / tape.median_ns,
+                0.9,
+                f"{ours.reps} each",
+            )
+        )
     return found
 
 
@@ -200,6 +227,7 @@ def _record(n: int, url: str, workdir: Path) -> Recorded:
     bodies = request_bodies(n)
     ours = workdir / f"http-{n}.jsonl"
     theirs = workdir / f"http-{n}.yaml"
+    tape = workdir / f"http-{n}-agenttape.json"
     _check_unpatched()
     with (
         fd.Deck(ours, mode="record") as deck,
@@ -213,8 +241,14 @@ def _record(n: int, url: str, workdir: Path) -> Recorded:
     ):
         for content in bodies:
             client.post(url, content=content, headers=REQUEST_HEADERS).raise_for_status()
+    with (
+        agenttape.use_cassette(tape, mode="record", format="json"),
+        httpx.Client(trust_env=False) as client,
+    ):
+        for content in bodies:
+            client.post(url, content=content, headers=REQUEST_HEADERS).raise_for_status()
     _check_unpatched()
-    return Recorded(n, url, bodies, ours, theirs)
+    return Recorded(n, url, bodies, ours, theirs, tape)
 
 
 # -- the contenders: each yields its timed loop ----------------------------------------------
@@ -256,6 +290,29 @@ def _floor(rec: Recorded) -> Iterator[Body]:
 
 
 @contextmanager
+def _agenttape(rec: Recorded) -> Iterator[Body]:
+    got: list[httpx.Response] = []
+    with (
+        agenttape.use_cassette(rec.agenttape, mode="none", format="json") as session,
+        httpx.Client(trust_env=False) as client,
+    ):
+        post = client.post
+        keep = got.append
+
+        def replay() -> None:
+            for content in rec.bodies:
+                keep(post(rec.url, content=content, headers=REQUEST_HEADERS))
+
+        yield replay
+        if session.engine.executed:
+            raise AssertionError("agenttape sent a request to the network")
+    _check_unpatched()
+    answer = orjson.loads(completion())
+    if len(got) != rec.n or any(r.status_code != 200 or r.json() != answer for r in got):
+        raise AssertionError(f"agenttape did not replay all {rec.n} recorded answers")
+
+
+@contextmanager
 def _vcrpy(rec: Recorded, match_on: list[str] | None, bodies: list[bytes]) -> Iterator[Body]:
     recorder = vcr.VCR(record_mode="none", **({"match_on": match_on} if match_on else {}))
     with (
@@ -269,6 +326,10 @@ def _vcrpy(rec: Recorded, match_on: list[str] | None, bodies: list[bytes]) -> It
 
 
 def _check_unpatched() -> None:
-    now = (httpx.HTTPTransport.handle_request, httpx.MockTransport.handle_request)
+    now = (
+        httpx.HTTPTransport.handle_request,
+        httpx.MockTransport.handle_request,
+        httpx.Client.send,
+    )
     if now != _UNPATCHED:
-        raise RuntimeError("vcrpy's patch of httpx is active outside a vcrpy measurement")
+        raise RuntimeError("a peer's patch of httpx is active outside its own measurement")

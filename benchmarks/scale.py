@@ -207,11 +207,18 @@ def goals(measured: Measured) -> list[Goal]:
     return found
 
 
-NOTE = (
-    "Scale rows: a command rehearsal of a small program (a fresh Python per cell) over the "
-    "full fault matrix, timed whole, with one local job, two, and on a local Ray started "
-    "with num_cpus=2 (its start-up timed apart); and faultdeck replay --repeat of a program "
-    "that imports the openai SDK, with --jobs 1 and --jobs 2, after one untimed warm-up run of "
-    "each program; the sides take turns, twice, and each figure is the median (the mean of the "
-    "two). The machine's two cores bound what two jobs can gain."
-)
+def note(plan: Plan) -> str:
+    """How the scale rows were run, for the results' method."""
+    turns = (
+        "each side runs once (runs of tens of seconds vary little)"
+        if plan.reps == 1
+        else f"the sides take turns, {plan.reps} times, and each figure is the median"
+    )
+    return (
+        "Scale rows: a command rehearsal of a small program (a fresh Python per cell) over "
+        "the full fault matrix, timed whole, with one local job, two, and on a local Ray "
+        "started with num_cpus=2 (its start-up timed apart); and faultdeck replay --repeat "
+        f"{plan.repeat} of a program that imports the openai SDK, with --jobs 1 and --jobs 2, "
+        f"after one untimed warm-up run of each program; {turns}. The machine's two cores "
+        "bound what two jobs can gain."
+    )

@@ -1,12 +1,20 @@
 """The whole benchmark: every row at the full sizes, or at tiny ones to check the code runs.
 
-http_replay   1.1-1.8  HTTP replay through httpx: faultdeck, vcrpy, MockTransport floor
-deck_call     2.1-2.2  Deck.call replay against sha256 + a dict lookup
-loading       3.1      faultdeck.load of 100,000 calls against orjson per line
-recording     4.1-4.2  recording against bare writes (flush; fsync)
+http_replay   1.1-1.10 HTTP replay through httpx: faultdeck, MockTransport floor, agenttape,
+                       vcrpy
+deck_call     2.1,2.4-6 Deck.call replay against the contract floor (floors.py) and a bare
+                       sha256 + dict floor; per call at N=100,000 against N=100
+peers         2.2-2.3  Deck.call replay against agenttape, agentcassette, cassette-fn
+loading       3.1-3.2  faultdeck.load of 100,000 calls against orjson per line; the memory a
+                       replaying deck keeps after opening them, over the file's size
+recording     4.1-4.3  recording against the record contract floor and bare writes
 rehearsal     5.1      fresh one-fault replays per second
 serve         6.1      faultdeck serve replay throughput against a bare Starlette app
 scale         7.1-7.3  rehearse --jobs 2 and on Ray against --jobs 1; replay --repeat --jobs 2
+
+The full run is sized to finish in under five minutes on two cores: vcrpy, quadratic in N,
+runs once per size past N=100 and on evenly spaced samples with body matching; the scale
+rows, each tens of seconds, run once per side.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import deck_call, http_replay, loading, recording, rehearsal, scale, serve
+from . import deck_call, http_replay, loading, peers, recording, rehearsal, scale, serve
 from ._results import Goal, machine, table
 from ._timing import Timing
 
@@ -30,6 +38,7 @@ class Sizes:
 
     http: http_replay.Plan
     calls: deck_call.Plan
+    peers: peers.Plan
     load_calls: int
     load_reps: int
     record: recording.Plan
@@ -43,20 +52,21 @@ FULL = Sizes(
     http=http_replay.Plan(
         sizes=(100, 500, 2000),
         reps={100: 21, 500: 11, 2000: 7},
-        default_reps={100: 7, 500: 3, 2000: 1},
+        default_reps={100: 7, 500: 1, 2000: 1},
         body_reps={100: 3, 500: 1, 2000: 1},
         vcr_warmup=frozenset({100}),
-        body_full=frozenset({100, 500}),
-        body_sample={500: 100, 2000: 100},
+        body_full=frozenset({100}),
+        body_sample={100: 20, 500: 50, 2000: 50},
     ),
     calls=deck_call.Plan(small_calls=5000, large_calls=500, reps=11),
+    peers=peers.Plan(sizes=(100, 2000), reps={100: 21, 2000: 11}),
     load_calls=100_000,
-    load_reps=7,
-    record=recording.Plan(flush_calls=5000, fsync_calls=500, reps=11),
+    load_reps=5,
+    record=recording.Plan(flush_calls=5000, fsync_calls=500, reps=9),
     replays=300,
     replay_reps=7,
-    serve=serve.Plan(calls=200, reps=9),
-    scale=scale.Plan(calls=4, repeat=20),
+    serve=serve.Plan(calls=200, reps=7),
+    scale=scale.Plan(calls=4, repeat=10, reps=1),
 )
 """The sizes the goals speak of."""
 
@@ -67,10 +77,13 @@ QUICK = Sizes(
         default_reps={5: 1, 8: 1, 10: 1},
         body_reps={5: 1, 8: 1, 10: 1},
         vcr_warmup=frozenset({5}),
-        body_full=frozenset({5, 8}),
-        body_sample={8: 4, 10: 5},
+        body_full=frozenset({5}),
+        body_sample={5: 2, 8: 4, 10: 5},
     ),
-    calls=deck_call.Plan(small_calls=10, large_calls=5, reps=1),
+    calls=deck_call.Plan(
+        small_calls=10, large_calls=5, reps=1, big_calls=50, big_reps=1, base_calls=5, base_reps=1
+    ),
+    peers=peers.Plan(sizes=(5, 8), reps={5: 1, 8: 1}),
     load_calls=200,
     load_reps=1,
     record=recording.Plan(flush_calls=10, fsync_calls=5, reps=1),
@@ -103,30 +116,37 @@ class Results:
 
 def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     """Run every row at ``sizes``; ``say`` hears what is running."""
-    tell = say or _stderr
     started = time.perf_counter()
+
+    def tell(message: str) -> None:
+        (say or _stderr)(f"[{time.perf_counter() - started:5.0f} s] {message}")
+
     # Before anything is imported lazily or timed: the commit is the code this run measures.
     found_on = machine()
     with tempfile.TemporaryDirectory(prefix="faultdeck-bench-") as tmp:
         workdir = Path(tmp)
-        tell("1/7 HTTP replay: recording, then faultdeck, floor and vcrpy (vcrpy is slow)")
+        tell("1/8 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
         http = http_replay.run(sizes.http, workdir)
-        tell("2/7 Deck.call replay")
+        tell("2/8 Deck.call replay: contract floor, bare floor, N=100,000")
         calls = deck_call.run(sizes.calls, workdir)
-        tell(f"3/7 loading a {sizes.load_calls:,}-call cassette")
+        tell("3/8 Deck.call replay: agenttape, agentcassette, cassette-fn")
+        peered = peers.run(sizes.peers, workdir)
+        tell(f"4/8 loading a {sizes.load_calls:,}-call cassette, and the memory it keeps")
         loaded = loading.run(sizes.load_calls, sizes.load_reps, workdir)
-        tell("4/7 recording overhead")
+        tell("5/8 recording: contract floor, bare writes")
         recorded = recording.run(sizes.record, workdir)
-        tell("5/7 rehearsal throughput")
+        tell("6/8 rehearsal throughput")
         rehearsed = rehearsal.run(sizes.replays, sizes.replay_reps, workdir)
-        tell("6/7 faultdeck serve replay throughput")
+        tell("7/8 faultdeck serve replay throughput")
         served = serve.run(sizes.serve, workdir)
-        tell("7/7 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
+        tell("8/8 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
         scaled = scale.run(sizes.scale, workdir)
         where = f"{tempfile.gettempdir()} ({_filesystem(workdir)})"
     goals = [
         *http_replay.goals(sizes.http, http),
-        *deck_call.goals(calls),
+        *deck_call.goals(calls)[:1],
+        *peers.goals(peered),
+        *deck_call.goals(calls)[1:],
         *loading.goals(loaded),
         *recording.goals(recorded),
         *rehearsal.goals(rehearsed),
@@ -136,52 +156,86 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     header, rows = http_replay.details(http)
     details = [
         ("HTTP replay, per call", table(header, rows)),
+        ("Deck.call replay against the peers, per call", table(*peers.details(peered))),
         ("faultdeck serve replay, per request", table(*serve.details(served))),
     ]
-    notes = [*_notes(sizes, where, http), serve.NOTE, scale.NOTE]
+    notes = [*_notes(sizes, where, http), peers.NOTE, serve.NOTE, scale.note(sizes.scale)]
     return Results(goals, details, notes, found_on, time.perf_counter() - started)
 
 
 def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]]) -> list[str]:
     http = sizes.http
-    small, medium, large = http.sizes
+    small, _, large = http.sizes
     sample = http.body_sample.get(large)
+    checked = min(http.body_full & set(http.body_sample), default=None)
     notes = [
         "Each comparison's sides run in one process and take turns, A, B, A, B …, one "
         "repetition after another, after one untimed warm-up run each. Each run is timed "
         "with time.perf_counter_ns with the garbage collector collected before and disabled "
         "during the timed section. Figures are medians; a ratio is the ratio of medians.",
-        "Only the loop is timed: opening a cassette (faultdeck's Deck.open, vcrpy's "
-        "use_cassette loading its YAML), making the client and closing are outside it.",
+        "Only the loop is timed: opening a cassette (faultdeck's Deck.open, a peer's "
+        "loading of its file), making the client and closing are outside it.",
         "HTTP rows: POST http://127.0.0.1:PORT/v1/chat/completions, a distinct ~0.3 KB "
-        "request body per call, an ~8 KB chat-completion answer. Both tools recorded their "
-        "cassettes once beforehand through the same client code from a local "
-        "ThreadingHTTPServer; nothing else touches the network. The floor is the same "
-        "httpx.Client on httpx.MockTransport returning the canned bytes.",
-        "vcrpy patches httpx's transports (MockTransport too) while a cassette is in use; "
-        "every faultdeck and floor run checks that the patch is gone before it starts.",
+        "request body per call, an ~8 KB chat-completion answer. faultdeck, agenttape and "
+        "vcrpy each recorded their cassettes once beforehand through the same client code "
+        "from a local ThreadingHTTPServer, which is stopped before any replay (a replay "
+        "that reached for the network would fail). The floor is the same httpx.Client on "
+        "httpx.MockTransport returning the canned bytes.",
+        "agenttape patches httpx.Client.send and vcrpy httpx's transports (MockTransport "
+        "too) while a cassette is in use; every faultdeck and floor run checks that no patch "
+        "is left before it starts. agenttape's replay turns the request into JSON (its body "
+        "parsed, secret and volatile headers dropped), hashes it (sorted-key JSON, sha256), "
+        "takes the first unconsumed recording of that key and builds a new httpx.Response "
+        "from the recorded body: keyed, no id or timestamp normalization, redaction only "
+        "when it writes the cassette. Each run checks it answered every request with the "
+        "recorded body and executed nothing.",
         f"vcrpy is quadratic in N, so it runs fewer times (see the runs column and the HTTP "
         f"table) and gets its warm-up only at N={small:,}; its code is warm by the time the "
         "larger sizes run in the same process.",
     ]
     if sample:
         notes.append(
-            f"vcrpy with body matching at N={large:,} is timed on {sample:,} evenly spaced "
-            f"requests (mid-points of {large // sample:,}-call strides) against the whole "
-            f"{large:,}-call cassette, not on all {large:,}: at N=2,000 a full run takes "
+            f"vcrpy with body matching past N={small:,} is timed on evenly spaced requests "
+            f"({sample:,} at N={large:,}, mid-points of {large // sample:,}-call strides) "
+            "against the whole cassette, not on all N: at N=2,000 a full run takes "
             "minutes. The i-th request's cost depends only on i (the interactions recorded "
             "before it never match its body, played or not, and each is compared twice), so "
-            f"the sample's mean per call estimates the full loop's. At N={medium:,} both the "
-            "full loop and a sample are timed, to show how close the estimate comes"
-            + _closeness(http_results.get(medium, {}))
+            "the sample's mean per call estimates the full loop's."
+            + (
+                f" At N={checked:,} both the full loop and a sample are timed, to show how "
+                "close the estimate comes" + _closeness(http_results.get(checked, {}))
+                if checked is not None
+                else ""
+            )
         )
+    big = sizes.calls.big_calls
     notes += [
-        "Deck.call rows: a replaying deck on a VirtualClock; the floor is "
-        "hashlib.sha256(orjson.dumps(args, option=OPT_SORT_KEYS)).hexdigest()[:16] and a "
-        "dict lookup, returning the stored output (faultdeck returns a fresh copy).",
-        "Recording rows: the floor writes the lines faultdeck wrote, with a buffered "
-        "file's write + flush per line (+ os.fsync per line for the fsync row); files are "
-        f"written under {where}.",
+        "Deck.call rows: a replaying deck on a VirtualClock. The contract floor "
+        "(benchmarks/floors.py) does per call what keyed replay must under faultdeck's "
+        "rules: one walk of the args (transport fields stripped, known ids renamed through "
+        "a dict, UUID, provider and id-field ids named with faultdeck's regexes, date-times "
+        "made «ts», project paths made relative; only strings of 8+ characters without "
+        "spaces are looked at for ids), canonical JSON of {v, kind, name, args} with "
+        "orjson OPT_SORT_KEYS + sha256 (16 hex), a deque.popleft from a dict of per-key "
+        "deques, a tuple appended to a log and orjson.loads(orjson.dumps(answer)) as the "
+        "fresh copy; no redaction (faultdeck keys args unredacted first). Before timing, "
+        "it is checked to give the very keys faultdeck wrote in the cassette. The bare floor "
+        "is hashlib.sha256(orjson.dumps(args, option=OPT_SORT_KEYS)).hexdigest()[:16] and "
+        "a dict lookup, returning the stored output with no copy.",
+        f"Deck.call at N={big:,}: the cassette is written directly (its keys checked "
+        f"against a recording of the first calls); each side opens a fresh deck per run.",
+        "Memory: a fresh Python opens a tiny cassette first (imports, caches), then starts "
+        "tracemalloc, opens the 100,000-call cassette with Deck(path, mode='replay').open() "
+        "and reads tracemalloc's current size after gc.collect(); divided by the file's size.",
+        "Recording rows: the record contract floor does, per call, one fused walk of the "
+        "args (normalize + redact with faultdeck's Redactor.redact_leaf, as its walk does), "
+        "the key, the live call with a clock read either side, one fused walk of the answer "
+        "(JSON checked, wall-clock values scrubbed, redacted, ids learned), orjson.dumps of "
+        "the entry and a buffered file's write + flush; it is checked to write faultdeck's "
+        "lines but for ms. faultdeck also writes each live call's intent line first (for "
+        "resume after a kill); the floor does not. The bare floor writes the lines faultdeck "
+        "wrote, with write + flush per line (+ os.fsync per line for the fsync row); files "
+        f"are written under {where}.",
         "Rehearsal: per replay a fresh VirtualClock and Deck(repeats='last') with one "
         "fault, the 50 steps run through fd.run_steps; deck construction and opening "
         "included.",

@@ -12,8 +12,31 @@ from pathlib import Path
 
 from tests.support import ROOT
 
-ROWS = [*(f"1.{i}" for i in range(1, 9)), "2.1", "2.2", "3.1", "4.1", "4.2", "5.1", "6.1"]
-MACHINE = ("date", "python", "platform", "cpu", "cores", "faultdeck", "httpx", "vcrpy", "orjson")
+ROWS = [
+    *(f"1.{i}" for i in range(1, 11)),
+    *(f"2.{i}" for i in range(1, 7)),
+    "3.1",
+    "3.2",
+    "4.1",
+    "4.2",
+    "4.3",
+    "5.1",
+    "6.1",
+]
+MACHINE = (
+    "date",
+    "python",
+    "platform",
+    "cpu",
+    "cores",
+    "faultdeck",
+    "httpx",
+    "vcrpy",
+    "orjson",
+    "agenttape",
+    "agentcassette",
+    "cassette-fn",
+)
 
 
 def _cells(text: str, number: str) -> list[str]:

@@ -6,8 +6,11 @@ them back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
+
+import orjson
 
 from .._keys.canonical import SCHEMA_DEFAULT
 
@@ -25,6 +28,12 @@ class Entry(NamedTuple):
     and a frozen dataclass costs more to build than parsing the line does (2.3 µs against
     1.5 µs); a named tuple is as immutable and costs a tenth.
 
+    An entry read from a large cassette is a ``HeldEntry``: it keeps its line's bytes and
+    parses ``args``, ``value`` and ``meta`` when they are read, so that a long recording
+    costs about its size in memory. Either way every attribute reads the same; ``value``
+    may be a fresh object or one shared with later reads: change only what
+    ``fresh_value()`` gives.
+
     Attributes:
         seq: the call's position in the run that recorded it (1-based, by start order).
         kind: ``model``, ``tool``, ``env`` or ``http``.
@@ -32,13 +41,14 @@ class Entry(NamedTuple):
         key: the call's key (never includes ``seq``).
         args: the normalized, redacted args, for people.
         result: which of ``out``, ``error`` or ``stream`` the call produced.
-        value: the output, the error object or the stream object.
+        value: the output, the error object or the stream object; not to be changed.
         ms: how long the call took.
         step: the loop's step label, if the caller gave one.
         schema: the tool's schema version.
         meta: free-form data, never part of the key.
         fault: the fault injected at this call while recording, if any.
         line: the line number in the file it was read from (0 when not read).
+        ids: the ids the call's output introduced, as recorded, if the line has them.
     """
 
     seq: int
@@ -54,6 +64,14 @@ class Entry(NamedTuple):
     meta: Any = None
     fault: Any = None
     line: int = 0
+    ids: tuple[str, ...] | None = None
+
+    def fresh_value(self) -> Any:
+        """The value as a new object the caller may change: nothing read later sees it."""
+        value = self.value
+        if type(value) is dict or type(value) is list:
+            return orjson.loads(orjson.dumps(value))
+        return value
 
     def to_json(self) -> dict[str, Any]:
         """The entry as its cassette line's object."""
@@ -70,7 +88,85 @@ class Entry(NamedTuple):
             obj["fault"] = self.fault
         if self.meta is not None:
             obj["meta"] = self.meta
+        if self.ids is not None:
+            obj["ids"] = list(self.ids)
         return obj
+
+
+_item = tuple.__getitem__
+_fields = tuple.__iter__
+_RAW = 4  # a HeldEntry keeps its line where an Entry keeps its args
+
+
+class HeldEntry(Entry):
+    """An entry that keeps its cassette line's bytes and parses ``args``, ``value`` and
+    ``meta`` from them when read (each read a fresh parse).
+
+    Built as ``HeldEntry(seq, kind, name, key, line_bytes, result, None, ms, step, schema,
+    None, fault, line, ids)`` from a line already checked. It reads, compares, copies and
+    pickles as the ``Entry`` of the parsed line (``parsed()``).
+    """
+
+    __slots__ = ()
+
+    @property
+    def args(self) -> Any:
+        """The normalized, redacted args, parsed from the line."""
+        return orjson.loads(_item(self, _RAW))["args"]
+
+    @property
+    def value(self) -> Any:
+        """The output, the error object or the stream object, parsed from the line."""
+        return orjson.loads(_item(self, _RAW))[self.result]
+
+    @property
+    def meta(self) -> Any:
+        """The free-form data, parsed from the line."""
+        return orjson.loads(_item(self, _RAW)).get("meta")
+
+    def fresh_value(self) -> Any:
+        """The value as a new object the caller may change (every read is a new parse)."""
+        return orjson.loads(_item(self, _RAW))[self.result]
+
+    def parsed(self) -> Entry:
+        """This entry as an ``Entry`` holding its parsed args, value and meta."""
+        seq, kind, name, key, raw, result, _, ms, step, schema, _, fault, line, ids = _fields(self)
+        obj = orjson.loads(raw)
+        return Entry(
+            seq, kind, name, key, obj["args"], result, obj[result], ms, step, schema,
+            obj.get("meta"), fault, line, ids,
+        )  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as its cassette line's object."""
+        return self.parsed().to_json()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.parsed())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.parsed()[index]
+
+    def __eq__(self, other: object) -> bool:
+        return self.parsed() == other
+
+    def __ne__(self, other: object) -> bool:
+        return self.parsed() != other
+
+    def __hash__(self) -> int:
+        return hash(self.parsed())
+
+    def __repr__(self) -> str:
+        return repr(self.parsed())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), tuple(_fields(self)))
+
+    def _asdict(self) -> dict[str, Any]:
+        return self.parsed()._asdict()
+
+    def _replace(self, /, **changes: Any) -> Entry:  # type: ignore[override]  # an Entry
+        return self.parsed()._replace(**changes)
 
 
 @dataclass(frozen=True, slots=True)

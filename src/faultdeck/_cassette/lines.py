@@ -7,19 +7,32 @@ HTTP answer without its status, a stream without events, a fault that is not an 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .._base.errors import CassetteCorrupt
 from .._keys.canonical import KINDS, SCHEMA_DEFAULT
-from .format import RESULT_FIELDS, Entry, Intent
+from .format import RESULT_FIELDS, Entry, HeldEntry, Intent
 
 RESTORE = "restore it from version control or re-record it"
 
 
-_FAST_KINDS = frozenset(k for k in KINDS if k != "http")  # http lines are checked in full
+# The kinds as shared strings: each line's kind is read as the one of these it equals, so a
+# long recording holds one copy of each (and of each name, interned) instead of one per line.
+_KIND = {k: k for k in KINDS}
+_FAST_KINDS = {k: k for k in KINDS if k != "http"}  # http lines are checked in full
+_intern = sys.intern
 
 
-def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
+def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None) -> Entry:
+    """The entry of the call line ``obj`` (line ``number`` of ``path``), checked.
+
+    With ``raw``, the line's bytes, the entry is a ``HeldEntry`` that keeps them and parses
+    its args, value and meta when read; every check is made here all the same.
+
+    Raises:
+        CassetteCorrupt: the line is not a valid call (the error names what is wrong).
+    """
     # The common case, a well-formed out line of an in-process call, checked and built in
     # one go; anything else takes the careful path below, which names what is wrong.
     get = obj.get
@@ -29,6 +42,7 @@ def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
     ms: Any = get("ms", 0)
     schema: Any = get("schema", SCHEMA_DEFAULT)
     name: Any = get("name")
+    ids: Any = get("ids")
     out: Any = get("out", obj)  # the line itself stands for "no out"
     if (
         out is not obj
@@ -38,6 +52,7 @@ def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
         and "args" in obj
         and type(seq) is int
         and seq > 0
+        and type(kind) is str
         and kind in _FAST_KINDS
         and type(key) is str
         and key.startswith(kind)
@@ -47,11 +62,33 @@ def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
         and type(schema) is str
         and type(name) is str
         and name
+        and (ids is None or type(ids) is list)
     ):
+        if ids is not None:
+            ids = _ids(ids, path, number, seq)
+        if schema is not SCHEMA_DEFAULT:
+            schema = _intern(schema)
+        if raw is not None:
+            return HeldEntry(
+                seq,
+                _FAST_KINDS[kind],
+                _intern(name),
+                key,
+                raw,  # held in place of the args
+                "out",
+                None,
+                ms,
+                get("step"),
+                schema,
+                None,
+                None,
+                number,
+                ids,
+            )
         return Entry(
             seq,
-            kind,
-            name,
+            _FAST_KINDS[kind],
+            _intern(name),
             key,
             obj["args"],
             "out",
@@ -62,31 +99,51 @@ def entry(obj: dict[str, Any], path: str, number: int) -> Entry:
             get("meta"),
             None,
             number,
+            ids,
         )
-    return _checked_entry(obj, path, number)
+    return _checked_entry(obj, path, number, raw)
 
 
-def _build(obj: dict[str, Any], result: str, number: int) -> Entry:
+def _ids(ids: list[Any], path: str, number: int, seq: int) -> tuple[str, ...]:
+    """A line's ``ids``, checked: a list of strings."""
+    problem = _ids_problem(ids)
+    if problem is not None:
+        raise CassetteCorrupt(path, number, f"seq {seq}: {problem}", RESTORE)
+    return tuple(ids)
+
+
+def _ids_problem(ids: Any) -> str | None:
+    """What is wrong with a line's optional ``ids`` (a list of strings), if anything."""
+    if ids is None or (type(ids) is list and all(type(i) is str for i in ids)):
+        return None
+    return "ids must be a list of strings"
+
+
+def _build(obj: dict[str, Any], result: str, number: int, raw: bytes | None) -> Entry:
     """The entry of a line already checked."""
     get = obj.get
-    return Entry(
+    ids = get("ids")
+    schema = get("schema", SCHEMA_DEFAULT)
+    held = raw is not None
+    return (HeldEntry if held else Entry)(
         obj["seq"],
-        obj["kind"],
-        obj["name"],
+        _KIND[obj["kind"]],
+        _intern(obj["name"]),
         obj["key"],
-        obj["args"],
+        raw if held else obj["args"],
         result,  # type: ignore[arg-type]
-        obj[result],
+        None if held else obj[result],
         get("ms", 0),
         get("step"),
-        get("schema", SCHEMA_DEFAULT),
-        get("meta"),
+        schema if schema is SCHEMA_DEFAULT else _intern(schema),
+        None if held else get("meta"),
         get("fault"),
         number,
+        None if ids is None else tuple(ids),
     )
 
 
-def _checked_entry(obj: dict[str, Any], path: str, number: int) -> Entry:
+def _checked_entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None) -> Entry:
     seq: Any = obj["seq"]
     if type(seq) is not int or seq < 1:
         raise CassetteCorrupt(path, number, f"seq {seq!r} is not a positive integer", RESTORE)
@@ -100,7 +157,7 @@ def _checked_entry(obj: dict[str, Any], path: str, number: int) -> Entry:
         problem = _result_problem(obj["kind"], results[0], obj[results[0]])
     if problem is not None:
         raise CassetteCorrupt(path, number, f"seq {seq}: {problem}", RESTORE)
-    return _build(obj, results[0], number)
+    return _build(obj, results[0], number, raw)
 
 
 def _call_problem(obj: dict[str, Any]) -> str | None:
@@ -124,7 +181,7 @@ def _call_problem(obj: dict[str, Any]) -> str | None:
         return "schema must be a string"
     if fault is not None and (type(fault) is not dict or type(fault.get("fault")) is not str):
         return 'fault must be an object like {"fault": "quota", …}'
-    return None
+    return _ids_problem(obj.get("ids"))
 
 
 def _result_problem(kind: str, result: str, value: Any) -> str | None:

@@ -9,7 +9,11 @@ Every reader error names the file, the line and what to do.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +42,25 @@ __all__ = [
     "Recording",
     "http_answer_problem",
     "load",
+    "load_shared",
     "parse",
 ]
+
+HOLD_LINES_FROM = 1 << 20
+"""A cassette this large (in bytes) or larger is read into entries that keep their lines'
+bytes and parse args, value and meta when read (``HeldEntry``): a long recording then
+costs about its size in memory. A smaller one keeps them parsed, as a rehearsal reads its
+values again and again."""
+
+HOLD_LINES_BELOW = 2048
+"""Even then a line this long or longer stays parsed: its values are mostly long strings,
+which cost about their size parsed too, and a replay would parse it again (an HTTP answer's
+body) for little memory saved."""
+
+SHARE_UP_TO = 8 << 20
+"""``load_shared`` keeps a recording for reuse when its file is no larger than this."""
+
+_SHARED_MAX = 4  # recordings kept by load_shared, the most recently used first
 
 
 def load(path: str | os.PathLike[str]) -> Recording:
@@ -81,8 +102,74 @@ def interrupted_warning(path: str) -> str:
     )
 
 
-def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one pass over the lines, a branch per line kind; the load path is measured per line
-    """Validate cassette bytes; see ``load``."""
+def load_shared(path: str | os.PathLike[str]) -> Recording:
+    """``load(path)``, shared: a cassette read again unchanged gives the recording read
+    before, so that a rehearsal parses its cassette once and not once per cell.
+
+    A recording is immutable, and a replay reads it without changing it: sharing it between
+    decks is safe. The file is read every time, and its recording reused only when the
+    file is the same one with the same bytes (device, inode, size, times and a hash of its
+    content), so a cassette rewritten in place, even to the same size within the same
+    clock tick, is read afresh. A few recordings are kept, the most recently used; a URL
+    or a file larger than ``SHARE_UP_TO`` is simply loaded.
+
+    Raises:
+        The errors of ``load``.
+    """
+    name = os.fspath(path)
+    if store.is_url(name):
+        return load(name)
+    try:
+        with open(name, "rb") as file:
+            st = os.fstat(file.fileno())
+            if st.st_size > SHARE_UP_TO:
+                return load(name)
+            data = file.read()
+    except OSError:
+        return load(name)  # the same errors, named as load names them
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    key = (st.st_dev, st.st_ino, len(data), st.st_mtime_ns, st.st_ctime_ns, digest)
+    with _shared_lock:
+        recording = _shared.get(key)
+        if recording is not None:
+            _shared.move_to_end(key, last=False)
+    if recording is None:
+        recording = parse(data, name)
+        with _shared_lock:
+            _shared[key] = recording
+            _shared.move_to_end(key, last=False)
+            while len(_shared) > _SHARED_MAX:
+                _shared.popitem()
+    elif recording.truncated_line is not None:
+        _truncated_warning(name, recording.truncated_line)  # as a fresh read would warn
+    return recording if recording.path == name else replace(recording, path=name)
+
+
+_shared: OrderedDict[tuple[Any, ...], Recording] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def _truncated_warning(path: str, number: int) -> None:
+    warn(
+        f"{path}:{number}: truncated last line skipped (a crash mid-write); "
+        "the calls before it are intact",
+        CassetteWarning,
+    )
+
+
+def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the load path is measured per line
+    data: bytes, path: str = "<memory>", *, hold: bool | None = None
+) -> Recording:
+    """Validate cassette bytes; see ``load``.
+
+    Args:
+        data: the cassette's bytes.
+        path: the name its errors give.
+        hold: build entries that keep their lines' bytes (``HeldEntry``); by default when
+            ``data`` is at least ``HOLD_LINES_FROM`` bytes long.
+    """
+    if hold is None:
+        hold = len(data) >= HOLD_LINES_FROM
     lines = data.split(b"\n")
     truncated: int | None = None
     valid_bytes = len(data)
@@ -96,11 +183,7 @@ def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one
             truncated = len(lines)
             valid_bytes = len(data) - len(lines[-1])
             lines.pop()
-            warn(
-                f"{path}:{truncated}: truncated last line skipped (a crash mid-write); "
-                "the calls before it are intact",
-                CassetteWarning,
-            )
+            _truncated_warning(path, truncated)
     if not lines:
         raise CassetteCorrupt(path, 1, "empty file, no header", _RESTORE)
     header = _header(lines[0], path)
@@ -119,7 +202,8 @@ def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one
         if type(obj) is not dict:
             raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
         if "seq" in obj:
-            entries.append(entry(obj, path, number))
+            held = hold and len(raw) < HOLD_LINES_BELOW
+            entries.append(entry(obj, path, number, raw if held else None))
         elif "begin" in obj:
             intents.append(intent(obj, path, number))
         elif "abort" in obj:

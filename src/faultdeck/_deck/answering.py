@@ -13,8 +13,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import orjson
-
 from .._base.clock import Clock
 from .._cassette.errorjson import error_to_json
 from .._cassette.format import Entry, Intent, Result
@@ -96,7 +94,9 @@ class Answering:
         self.finished = True
         self._run.log.append((self, source, recorded_seq, ms, error, retry_after, code, partial))
 
-    def _put(self, result: str, value: Any, ms: float, *, fault: Any = None) -> None:
+    def _put(
+        self, result: str, value: Any, ms: float, *, fault: Any = None, ids: Any = None
+    ) -> None:
         file = self._run.file
         if not file.writing:
             return
@@ -117,19 +117,43 @@ class Answering:
             self.schema,
             meta,
             fault,
+            ids=ids,
         )
         file.write(entry, in_doubt="skipped" if self.skipped else None)
+
+    def _learn_recorded(self, entry: Entry, value: Any, *, as_recorded: bool) -> None:
+        """Learn the ids a replayed answer hands out (under the run's lock): the ones its
+        line lists, found when it was recorded, if the answer goes out as recorded (no fault
+        changed it); else those found in ``value`` when a later call may need them."""
+        run = self._run
+        if as_recorded and entry.ids is not None:
+            run.ids.learn_stored(entry.ids, run.normalizer.output_ids)
+        else:
+            run.ids.defer(value)
+
+    def _learn_written(self, learn: Any) -> Any:
+        """Learn the ids of a live answer about to be written (under the run's lock), and
+        return them for its line (``None`` when ids are not renamed): a replay of the line
+        learns them from there without walking the answer."""
+        run = self._run
+        normalizer = run.normalizer
+        found = normalizer.output_ids(learn)
+        run.ids.learn_stored(found, normalizer.output_ids)
+        return found if normalizer.config.ids else None
 
     def answered(
         self,
         *,
         learn: Any = ABSENT,
+        as_recorded: bool = False,
         error: str | None = None,
         retry_after: float | None = None,
         code: str | None = None,
         partial: bool = False,
     ) -> None:
-        """Log that the caller answered from ``recorded`` itself (see ``complete``)."""
+        """Log that the caller answered from ``recorded`` itself (see ``complete``);
+        ``as_recorded``: ``learn`` is what the line's call learned when it was recorded (no
+        fault changed the answer), so the ids its line lists stand for it."""
         entry = self.recorded
         if entry is None:
             raise ValueError(f"seq {self.seq} has no recorded answer")
@@ -137,7 +161,7 @@ class Answering:
         with run.lock:
             run.index.serve(entry)
             if learn is not ABSENT:
-                run.ids.defer(learn)
+                self._learn_recorded(entry, learn, as_recorded=as_recorded)
             self._log(
                 "replay",
                 entry.seq,
@@ -188,13 +212,17 @@ class Answering:
         """
         run = self._run
         with run.lock:
+            ids = None
             if learn is not ABSENT:
-                run.ids.defer(learn)
+                if self.write and run.file.writing:
+                    ids = self._learn_written(learn)
+                else:
+                    run.ids.defer(learn)
             self._log(
                 source, ms=ms, error=error, retry_after=retry_after, code=code, partial=partial
             )
             if self.write:
-                self._put(result, stored, ms)
+                self._put(result, stored, ms, ids=ids)
 
     def stream(
         self,
@@ -225,11 +253,3 @@ class Answering:
 def number(value: Any) -> float | None:
     """``value`` as a float when it is a number (not a bool), else ``None``."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def copy_value(value: Any) -> Any:
-    """A fresh copy of a recorded value: callers may mutate what they get, the queue's copy
-    must stay as recorded."""
-    if type(value) is dict or type(value) is list:
-        return orjson.loads(orjson.dumps(value))
-    return value

@@ -27,7 +27,7 @@ from .._cassette.errorjson import error_from_json, error_to_json, unreached
 from .._cassette.lines import http_answer_problem
 from .._keys.fields import ABSENT
 from .._keys.outputs import check_json
-from .answering import Answering, copy_value, number
+from .answering import Answering, number
 from .miss import in_doubt
 from .report import CallRecord, Source
 
@@ -120,10 +120,13 @@ class Call(Answering):
             else:
                 self._log("replay", entry.seq, entry.ms)
                 if entry.result == "out":
-                    run.ids.defer(entry.value)
+                    if entry.ids is not None:  # the line lists them: no walk, no parse
+                        run.ids.learn_stored(entry.ids, run.normalizer.output_ids)
+                    else:
+                        run.ids.defer(entry.value)
         if entry.result == "error":
             raise error_from_json(entry.value)
-        return copy_value(entry.value)
+        return entry.fresh_value()
 
     # -- running live -------------------------------------------------------------------------
 
@@ -219,10 +222,9 @@ class Call(Answering):
         with run.lock:
             # The caller holds this very object and may change it: learn its ids now (after
             # any earlier outputs still waiting, to keep their order).
-            run.ids.drain(run.normalizer.output_ids)
-            run.ids.learn(run.normalizer.output_ids(stored))
+            ids = self._learn_written(stored)
             self._log("live", ms=ms)
-            self._put("out", stored, ms)
+            self._put("out", stored, ms, ids=ids)
 
     def fail(self, exc: BaseException) -> None:
         """Log a live call that raised ``exc``, and record the error when recording; an

@@ -10,9 +10,10 @@ The run's state lives in ``Run`` (``run.py``), below it.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, NamedTuple, ParamSpec, TypeVar, cast
 
 from .._base import config as _config
 from .._base.clock import Clock, SystemClock
@@ -117,8 +118,11 @@ class Deck(Calls):
         check_choice("repeats", repeats, REPEATS)
         self.clock: Clock = clock or SystemClock()
         self._latency = latency
-        self.redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
-        normalizer = Normalizer(normalize or self._default_normalize(), self.redactor)
+        if redactor is None and normalize is None:
+            self.redactor, normalizer = _project_normalizer(self._settings)
+        else:
+            self.redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
+            normalizer = Normalizer(normalize or _default_normalize(self._settings), self.redactor)
         self._public_env = frozenset(public_env) | frozenset(self._settings.public_env)
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         if isinstance(faults, (str, os.PathLike)):
@@ -141,17 +145,6 @@ class Deck(Calls):
             root=self._settings.root,
             on_harness_change=on_harness_change,
             replace=replace,
-        )
-
-    def _default_normalize(self) -> NormalizeConfig:
-        settings = self._settings
-        base = NormalizeConfig()
-        return replace(
-            base,
-            strip_fields=base.strip_fields | frozenset(settings.strip_headers),
-            volatile=frozenset(settings.volatile),
-            root=settings.root,
-            rules=settings.rules(),
         )
 
     @classmethod
@@ -241,3 +234,49 @@ class Deck(Calls):
     def report(self) -> Report:
         """What happened so far: used, unused, repeats, misses, order changes."""
         return self._run.report()
+
+
+def _default_normalize(settings: Settings) -> NormalizeConfig:
+    """The normalization rules of the project's settings."""
+    base = NormalizeConfig()
+    return replace(
+        base,
+        strip_fields=base.strip_fields | frozenset(settings.strip_headers),
+        volatile=frozenset(settings.volatile),
+        root=settings.root,
+        rules=settings.rules(),
+    )
+
+
+class _Shared(NamedTuple):
+    settings: Settings
+    redactor: Redactor
+    normalizer: Normalizer
+
+
+_shared: list[_Shared] = []  # the most recent first; a few at most
+_shared_lock = threading.Lock()
+
+
+def _project_normalizer(settings: Settings) -> tuple[Redactor, Normalizer]:
+    """The normalizer (and its redactor) of a deck that takes the project's settings as
+    they are, shared by every such deck while the settings stay the same object (they are
+    read again when pyproject.toml changes).
+
+    Building them compiles the patterns and imports the rules; a rehearsal builds a deck per
+    cell. Both are pure but for caches of what each field name means, which stay right
+    for the same settings and are warm for the next deck.
+    """
+    with _shared_lock:
+        for shared in _shared:
+            if shared.settings is settings:
+                return shared.redactor, shared.normalizer
+    redactor = Redactor(extra_patterns=settings.redact_patterns)
+    normalizer = Normalizer(_default_normalize(settings), redactor)
+    with _shared_lock:
+        _shared.insert(0, _Shared(settings, redactor, normalizer))
+        del _shared[_SHARED_MAX:]
+    return redactor, normalizer
+
+
+_SHARED_MAX = 4

@@ -1,9 +1,13 @@
-"""The replay index: a recording's calls in per-key FIFO queues, and the counts around them.
+"""The replay index: a recording's calls by key, queued in file order, and the counts around
+them.
 
-Keyed matching queues entries by key; strict matching by ``(key, seq)``. Taking an answer
-is one dict lookup and a ``popleft``, so a lookup costs the same however long the cassette
-is. The index counts what the report needs (asked, recorded, served, order changes) as it
-goes. It has no lock of its own: the deck calls it under its lock.
+Keyed matching queues entries by key; strict matching by ``(key, seq)``. A key recorded once
+(most of them) holds its entry directly; only a key recorded again gets a ``deque``, so a
+100,000-call cassette does not pay for 100,000 deques. Taking an answer is one dict lookup
+(and a ``popleft`` for a repeated key), so a lookup costs the same however long the
+cassette is. The index counts what the report needs (asked, served, order changes) as it
+goes; how often each key was recorded is counted from the entries when first asked for. It
+has no lock of its own: the deck calls it under its lock.
 """
 
 from __future__ import annotations
@@ -16,6 +20,19 @@ from .._cassette.format import Entry
 from .report import CallRecord, CallRef, Repeat
 
 
+class Counts(dict[str, int]):
+    """How often each key was seen: a plain dict that reads 0 for a key never seen.
+
+    Not a ``Counter``: the index adds with ``get`` (``Counter.__missing__`` is a Python call
+    on every new key), and reading a missing key gives 0 as a ``Counter`` would.
+    """
+
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+
 class ReplayIndex:
     """The recorded calls still to serve, and what the run has asked of them.
 
@@ -26,22 +43,23 @@ class ReplayIndex:
 
     Attributes:
         remaining: recorded calls not served yet.
-        asked: how often each key was asked.
-        recorded: how often each key was recorded.
+        asked: how often each key was asked (0 for a key never asked).
+        recorded: how often each key was recorded (0 for a key not in the recording).
         served: answers taken from the recording and served.
         order_changes: answers that came from earlier in the recording than the answer
             served just before them.
     """
 
     __slots__ = (
+        "_entries",
         "_last",
         "_last_served_seq",
         "_queues",
+        "_recorded",
         "_repeat_last",
         "_strict",
         "asked",
         "order_changes",
-        "recorded",
         "remaining",
         "served",
     )
@@ -49,36 +67,66 @@ class ReplayIndex:
     def __init__(self, *, strict: bool, repeat_last: bool) -> None:
         self._strict = strict
         self._repeat_last = repeat_last
-        self._queues: dict[Any, deque[Entry]] = {}
+        # A key's entry, or a deque of them when the key was recorded more than once.
+        self._queues: dict[Any, Entry | deque[Entry]] = {}
+        self._entries: Sequence[Entry] = ()
+        self._recorded: Counts | None = Counts()
         self._last: dict[str, Entry] = {}
         self._last_served_seq = 0
         self.remaining = 0
-        self.asked: Counter[str] = Counter()
-        self.recorded: Counter[str] = Counter()
+        self.asked = Counts()
         self.served = 0
         self.order_changes = 0
 
     def load(self, entries: Sequence[Entry]) -> None:
         """Queue ``entries`` (in file order) in place of whatever was queued before."""
-        strict = self._strict
-        queues: dict[Any, deque[Entry]] = {}
-        for entry in entries:
-            qkey: Any = (entry.key, entry.seq) if strict else entry.key
-            queue = queues.get(qkey)
-            if queue is None:
-                queues[qkey] = deque((entry,))
-            else:
-                queue.append(entry)
+        queues: dict[Any, Entry | deque[Entry]] = {}
+        get = queues.get
+        if self._strict:
+            for entry in entries:
+                qkey: Any = (entry.key, entry.seq)
+                held = get(qkey)
+                if held is None:
+                    queues[qkey] = entry
+                elif isinstance(held, deque):
+                    held.append(entry)
+                else:
+                    queues[qkey] = deque((held, entry))
+        else:
+            setdefault = queues.setdefault
+            for entry in entries:
+                held = setdefault(entry.key, entry)
+                if held is not entry:
+                    if isinstance(held, deque):
+                        held.append(entry)
+                    else:
+                        queues[entry.key] = deque((held, entry))
         self._queues = queues
+        self._entries = entries
+        self._recorded = None  # counted from the entries when first read
         self.remaining = len(entries)
-        self.recorded = Counter(e.key for e in entries)
+
+    @property
+    def recorded(self) -> Counts:
+        """How often each key was recorded (0 for a key not in the recording)."""
+        if self._recorded is None:
+            self._recorded = Counts(Counter(e.key for e in self._entries))
+        return self._recorded
 
     def take(self, key: str, seq: int) -> Entry | None:
         """The answer for the call ``key`` at ``seq``, or ``None``; the ask is counted."""
-        self.asked[key] += 1
-        queue = self._queues.get((key, seq) if self._strict else key)
-        if queue:
-            entry = queue.popleft()
+        asked = self.asked
+        asked[key] = asked.get(key, 0) + 1
+        qkey = (key, seq) if self._strict else key
+        held = self._queues.get(qkey)
+        if held is not None:
+            if type(held) is not deque:
+                entry: Entry = held  # type: ignore[assignment]  # not a deque: an entry
+                del self._queues[qkey]
+            elif held:
+                entry = held.popleft()
+            else:
+                return self._last.get(key)
             self.remaining -= 1
             if self._repeat_last:
                 self._last[key] = entry
@@ -95,8 +143,10 @@ class ReplayIndex:
 
     def peek(self, key: str, seq: int) -> Entry | None:
         """The answer ``take(key, seq)`` would give from its queue, not taken."""
-        queue = self._queues.get((key, seq) if self._strict else key)
-        return queue[0] if queue else None
+        held = self._queues.get((key, seq) if self._strict else key)
+        if type(held) is deque:
+            return held[0] if held else None
+        return held  # type: ignore[return-value]  # an entry or None
 
     def serve(self, entry: Entry) -> None:
         """Count ``entry`` as served, and as an order change when it was recorded earlier."""
@@ -107,8 +157,11 @@ class ReplayIndex:
 
     def unused(self) -> Iterator[Entry]:
         """The recorded calls not taken, queue by queue."""
-        for queue in self._queues.values():
-            yield from queue
+        for held in self._queues.values():
+            if type(held) is deque:
+                yield from held
+            else:
+                yield held  # type: ignore[misc]  # not a deque: an entry
 
     def unused_refs(self) -> tuple[CallRef, ...]:
         """The recorded calls not taken, in file order, as the report names them."""

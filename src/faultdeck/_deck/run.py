@@ -39,7 +39,7 @@ from .._base.errors import (
 from .._cassette import store
 from .._cassette.format import Entry, Intent, Recording
 from .._cassette.lines import RESTORE
-from .._cassette.reader import interrupted_warning, load
+from .._cassette.reader import interrupted_warning, load, load_shared
 from .._cassette.session import CassetteSession, make_header
 from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
@@ -161,7 +161,7 @@ class Run:
                 mode = "replay" if exists else "record"
             self.mode = mode
             if mode == "replay":
-                self._use(load(self.path))
+                self._use(load_shared(self.path))  # a rehearsal reads it once
             elif mode in ("record", "append", "resume"):
                 if self._copy is not None:  # the run writes a local copy; the lock is on it
                     local = self._copy.make(fetch=exists and mode != "record")

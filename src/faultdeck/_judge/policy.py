@@ -162,9 +162,17 @@ class _Runner:
         self.policy = policy
         self.clock = clock
         self.repair = repair
-        self.rng = random.Random(policy.seed)
+        self._rng: random.Random | None = None
         self.waited = 0.0
         self.concurrency = policy.concurrency
+
+    @property
+    def rng(self) -> random.Random:
+        """The jitter's generator, seeded when the first backoff needs it: most runs never
+        back off, and seeding costs more than a step that replays."""
+        if self._rng is None:
+            self._rng = random.Random(self.policy.seed)
+        return self._rng
 
     def wait(self, seconds: float) -> None:
         self.waited += seconds

@@ -8,7 +8,7 @@ recordings of the same behaviour get the same keys.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -72,8 +72,10 @@ class IdMap:
         # Outputs whose ids are learned only when a later call could send one back: most
         # answers are never looked into, and the numbering comes out the same.
         self._pending: list[Any] = []
-        # Ids named by a walk whose key may be thrown away (see ``tentative``).
-        self._tentative: list[str] | None = None
+        # How many ids a walk whose key may be thrown away has named (see ``tentative``);
+        # -1 outside such a walk. Named ids are the newest in ``_names``, so a rollback
+        # pops them.
+        self._tentative = -1
 
     def __len__(self) -> int:
         return len(self._names)
@@ -88,11 +90,11 @@ class IdMap:
         if placeholder is None:
             placeholder = f"«id:{len(self._names) + 1}»"
             self._names[raw] = placeholder
-            if self._tentative is not None:
-                self._tentative.append(raw)
+            if self._tentative >= 0:
+                self._tentative += 1
         return placeholder
 
-    def learn(self, ids: list[str]) -> None:
+    def learn(self, ids: Iterable[str]) -> None:
         """Give placeholders to ids found in an output, in order."""
         names = self._names
         for raw in ids:
@@ -105,17 +107,18 @@ class IdMap:
         Outputs learned meanwhile are kept either way: learning comes before any naming in
         a walk, so dropping the walk's names leaves the numbering dense.
         """
-        self._tentative = []
+        self._tentative = 0
 
     def commit(self) -> None:
         """Keep the ids named since ``tentative``."""
-        self._tentative = None
+        self._tentative = -1
 
     def rollback(self) -> None:
         """Forget the ids named since ``tentative``."""
-        for raw in self._tentative or ():
-            del self._names[raw]
-        self._tentative = None
+        names = self._names
+        for _ in range(max(self._tentative, 0)):
+            names.popitem()
+        self._tentative = -1
 
     @property
     def waiting(self) -> bool:
@@ -125,6 +128,14 @@ class IdMap:
     def defer(self, output: Any) -> None:
         """Remember an output whose ids are learned when they may be needed (``drain``)."""
         self._pending.append(output)
+
+    def learn_stored(self, ids: Iterable[str], collect: Callable[[Any], list[str]]) -> None:
+        """Learn the ids a cassette line lists (found when it was recorded), after any
+        outputs still waiting: the numbering comes out as if the line's output were
+        deferred and drained, without walking it."""
+        if self._pending:
+            self.drain(collect)
+        self.learn(ids)
 
     def drain(self, collect: Callable[[Any], list[str]]) -> None:
         """Learn the ids of every remembered output, in the order they came."""

@@ -50,6 +50,7 @@ _DATETIME = re.compile(
 )
 # A field name's meaning to normalization, as bits; cached per name.
 _STRIP, _VOLATILE, _TIME, _ID_FIELD, _SECRET = 1, 2, 4, 8, 16
+_NUMBER_RULES = _VOLATILE | _TIME
 _NAMES_CACHED = 4096
 # Shorter strings cannot hold a secret of any built-in shape nor pass the secret-field rule.
 _REDACT_MIN = 12
@@ -167,6 +168,8 @@ class Normalizer:
         cut = len(prefix) if prefix else 0
         redact_min = 0 if redactor is not None and redactor.has_extras else _REDACT_MIN
         redact = redactor.redact_leaf if redactor is not None else None
+        # Shorter strings meet no rule but the root's prefix: no id, date-time or secret.
+        short = 8 if redact is None else min(8, redact_min)
         output_ids = self.output_ids
         uuid, provider, generated, datetime = (
             _UUID.fullmatch,
@@ -217,6 +220,23 @@ class Normalizer:
                     if fl is None:
                         fl = flags_of(k)
                     if fl & _STRIP:
+                        continue
+                    # The leaves no rule can change are kept here, without a call (measured):
+                    # booleans and null, plain ints, and strings too short for any rule but
+                    # the root's prefix.
+                    t = type(v)
+                    if (
+                        t is bool
+                        or v is None
+                        or (t is int and not fl & _NUMBER_RULES and -INT_LIMIT <= v < INT_LIMIT)
+                        or (
+                            t is str
+                            and len(v) < short
+                            and not fl & _VOLATILE
+                            and (prefix is None or not v.startswith(prefix))
+                        )
+                    ):
+                        result[k] = v
                         continue
                     result[k] = walk(v, fl, ids)
                 return result

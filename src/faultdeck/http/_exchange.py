@@ -172,7 +172,13 @@ class Exchange:
             if fault is not None and fault.spec.answer is not None:
                 body = fault.spec.answer(fault.values, self.name, body)
             error, retry_after, code = classify(value["status"], value["headers"], body)
-            call.answered(learn=body, error=error, retry_after=retry_after, code=code)
+            call.answered(
+                learn=body,
+                as_recorded=body is value["body"],
+                error=error,
+                retry_after=retry_after,
+                code=code,
+            )
             if error is not None:
                 self.failed()
             return value["status"], value["headers"], body

@@ -70,7 +70,12 @@ def request_args(
     args: dict[str, Any] = {"method": method, "path": path}
     if query:
         args["query"] = [list(pair) for pair in query]
-    kept = {name: headers[name] for name in keep if name in headers}
+    kept: dict[str, str] = {}
+    # One pass over the request's headers (a lookup by name scans them all each time); a
+    # repeated header keeps every value, joined as ``headers[name]`` joins them.
+    for name, value in headers.multi_items():
+        if name in keep:
+            kept[name] = f"{kept[name]}, {value}" if name in kept else value
     if kept:
         args["headers"] = dict(sorted(kept.items()))
     if body:

@@ -70,6 +70,8 @@ class Events:
         self.done = False
         # A recording made under the fault carries it already: it is not broken again.
         fault = None if call.fault_applied else call.fault
+        # The events go out as recorded unless the fault rewrites them (see Exchange.answer).
+        self.as_recorded = fault is None or fault.spec.events is None
         shape = fault.spec.stream_break if fault is not None else None
         self.brk: StreamBreak | None = shape(fault.values) if fault is not None and shape else None
         self.extra = call.delay
@@ -139,6 +141,7 @@ class Events:
             )
             call.answered(
                 learn=[e.get("data") for e in self.replayed],
+                as_recorded=self.as_recorded,
                 error=name or ("StreamError" if cut else None),
                 partial=partial,
             )

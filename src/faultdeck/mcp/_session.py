@@ -22,7 +22,6 @@ from warnings import warn
 
 from .._base.errors import CassetteError, SchemaChanged
 from .._cassette.reader import load
-from .._deck.answering import copy_value
 from .._deck.call import Call
 from .._deck.deck import Deck
 from .._keys.canonical import SCHEMA_DEFAULT
@@ -219,7 +218,7 @@ def _replayed(call: Call) -> Reply:
             error=(int(code) if isinstance(code, int) else -32603, message, entry.value.get("data"))
         )
     if entry.result == "out" and isinstance(entry.value, dict) and entry.value.get("isError"):
-        call.answered(learn=entry.value, error=IS_ERROR)
-        return Reply(value=copy_value(entry.value))
+        call.answered(learn=entry.value, as_recorded=True, error=IS_ERROR)
+        return Reply(value=entry.fresh_value())
     value = call.replay()  # raises a recorded error of another kind
     return Reply(value=value if isinstance(value, dict) else {})

@@ -1,0 +1,130 @@
+"""The replay index: per-key FIFO answers, an entry held directly until its key repeats.
+
+Driven through its own interface with entries as the reader builds them; every answer and
+count checked against what the recording says.
+"""
+
+from __future__ import annotations
+
+from faultdeck._cassette.format import Entry
+from faultdeck._deck.index import ReplayIndex
+from faultdeck._deck.report import CallRecord, CallRef, Repeat
+
+
+def entry(seq: int, key: str) -> Entry:
+    return Entry(seq, "tool", key.split(":")[1], key, {}, "out", f"answer {seq}", line=seq + 1)
+
+
+# a, b, a, c, a: "tool:a" repeats, the others are recorded once
+ENTRIES = (
+    entry(1, "tool:a"),
+    entry(2, "tool:b"),
+    entry(3, "tool:a"),
+    entry(4, "tool:c"),
+    entry(5, "tool:a"),
+)
+
+
+def keyed(*, repeat_last: bool = False) -> ReplayIndex:
+    index = ReplayIndex(strict=False, repeat_last=repeat_last)
+    index.load(ENTRIES)
+    return index
+
+
+def test_a_key_gives_its_answers_in_file_order_then_none() -> None:
+    index = keyed()
+    assert [index.take("tool:a", 0) for _ in range(4)] == [ENTRIES[0], ENTRIES[2], ENTRIES[4], None]
+    assert index.take("tool:b", 0) is ENTRIES[1]
+    assert index.take("tool:b", 0) is None
+    assert index.take("tool:zzz", 0) is None
+    assert index.remaining == 1
+    assert list(index.unused()) == [ENTRIES[3]]
+
+
+def test_has_and_peek_do_not_take() -> None:
+    index = keyed()
+    assert index.has("tool:c", 0)
+    assert index.peek("tool:c", 0) is ENTRIES[3]
+    assert index.peek("tool:a", 0) is ENTRIES[0]
+    assert index.asked == {}
+    assert index.remaining == len(ENTRIES)
+    assert index.take("tool:c", 0) is ENTRIES[3]
+    assert not index.has("tool:c", 0)
+    assert index.peek("tool:c", 0) is None
+    assert not index.has("tool:nope", 0)
+    for _ in range(3):
+        index.take("tool:a", 0)
+    assert not index.has("tool:a", 0)
+    assert index.peek("tool:a", 0) is None
+
+
+def test_counts_read_zero_for_keys_never_seen() -> None:
+    index = keyed()
+    index.take("tool:a", 0)
+    index.take("tool:a", 0)
+    index.take("tool:new", 0)
+    assert index.asked == {"tool:a": 2, "tool:new": 1}
+    assert index.asked["tool:b"] == 0
+    assert index.recorded == {"tool:a": 3, "tool:b": 1, "tool:c": 1}
+    assert index.recorded["tool:new"] == 0
+    assert index.recorded.get("tool:new", 0) == 0
+
+
+def test_unused_refs_are_in_file_order() -> None:
+    index = keyed()
+    index.take("tool:a", 0)
+    index.take("tool:c", 0)
+    refs = index.unused_refs()
+    left = (ENTRIES[1], ENTRIES[2], ENTRIES[4])
+    assert refs == tuple(CallRef(e.seq, e.kind, e.name, e.key, e.line) for e in left)
+    assert sorted(e.seq for e in index.unused()) == [2, 3, 5]
+
+
+def test_repeat_last_gives_the_last_answer_again_and_counts_the_repeat() -> None:
+    index = keyed(repeat_last=True)
+    served = [index.take("tool:b", 0) for _ in range(3)]
+    assert served == [ENTRIES[1]] * 3
+    assert index.has("tool:b", 0)
+    assert index.remaining == len(ENTRIES) - 1
+    calls = [CallRecord(1, "tool", "b", "tool:b", "replay")]
+    assert index.repeats(calls) == (Repeat("tool:b", "tool", "b", 1, 3),)
+
+
+def test_without_repeat_last_an_answer_is_served_once() -> None:
+    index = keyed()
+    assert index.take("tool:c", 0) is ENTRIES[3]
+    assert index.take("tool:c", 0) is None
+    assert not index.has("tool:c", 0)
+
+
+def test_strict_matching_needs_the_seq_too() -> None:
+    index = ReplayIndex(strict=True, repeat_last=False)
+    twice = (*ENTRIES, entry(3, "tool:a"))  # the same (key, seq) recorded twice
+    index.load(twice)
+    assert index.take("tool:a", 2) is None
+    assert not index.has("tool:b", 1)
+    assert index.peek("tool:a", 3) is ENTRIES[2]
+    assert index.take("tool:a", 3) is ENTRIES[2]
+    assert index.take("tool:a", 3) is twice[-1]
+    assert index.take("tool:a", 3) is None
+    assert index.take("tool:b", 2) is ENTRIES[1]
+    assert index.recorded["tool:a"] == 4
+    assert index.remaining == 3
+
+
+def test_serve_counts_order_changes() -> None:
+    index = keyed()
+    for seq in (1, 2, 4, 3, 5):
+        index.serve(ENTRIES[seq - 1])
+    assert index.served == 5
+    assert index.order_changes == 1
+
+
+def test_load_replaces_what_was_queued() -> None:
+    index = keyed()
+    index.take("tool:a", 0)
+    index.load(ENTRIES[3:])
+    assert index.remaining == 2
+    assert index.recorded == {"tool:c": 1, "tool:a": 1}
+    assert index.take("tool:a", 0) is ENTRIES[4]
+    assert index.take("tool:b", 0) is None

@@ -1,0 +1,156 @@
+"""Volatile ids: which strings are generated identifiers, and their renaming in a run.
+
+An id a provider hands out (``chatcmpl-…``, ``call_…``, a UUID) comes back in a later
+request; both are renamed ``«id:N»`` in order of first appearance in the run, so two
+recordings of the same behaviour get the same keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Prefixes of the ids providers hand out (chatcmpl-…, call_…, toolu_…, resp_…).
+_PROVIDER_NAMES = (
+    "chatcmpl",
+    "cmpl",
+    "call",
+    "toolu",
+    "srvtoolu",
+    "msg",
+    "msgbatch",
+    "resp",
+    "req",
+    "run",
+    "fc",
+    "rs",
+    "ws",
+    "item",
+    "batch",
+    "file",
+    "asst",
+    "thread",
+    "step",
+    "evt",
+    "sess",
+    "ctc",
+    "mcp",
+    "mcpr",
+)
+_PROVIDER_ID = re.compile(rf"(?:{'|'.join(_PROVIDER_NAMES)})[-_][A-Za-z0-9_-]{{6,}}")
+_ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]{8,}")
+_DIGIT = re.compile(r"\d")
+_GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
+_PROVIDER_PREFIXES = tuple(f"{name}{sep}" for name in _PROVIDER_NAMES for sep in "-_")
+
+
+def is_id_field(name: str) -> bool:
+    """Whether a field name conventionally holds an identifier."""
+    return name == "id" or name.endswith(("_id", "Id", "-id"))
+
+
+def looks_like_id(value: str, field_name: str | None) -> bool:
+    """Whether a string is a generated identifier: a UUID, a provider id, or a
+    generated-looking value (8+ id characters with a digit) under an id-named field."""
+    n = len(value)
+    if n == 36 and _UUID.fullmatch(value):
+        return True
+    if n >= 8 and _PROVIDER_ID.fullmatch(value):
+        return True
+    return field_name is not None and is_id_field(field_name) and bool(_GENERATED.fullmatch(value))
+
+
+class IdMap:
+    """Consistent renaming of volatile ids within one run, in order of first appearance."""
+
+    __slots__ = ("_names", "_pending", "_tentative")
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        # Outputs whose ids are learned only when a later call could send one back: most
+        # answers are never looked into, and the numbering comes out the same.
+        self._pending: list[Any] = []
+        # Ids named by a walk whose key may be thrown away (see ``tentative``).
+        self._tentative: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def get(self, raw: str) -> str | None:
+        """The placeholder already given to ``raw``, if any."""
+        return self._names.get(raw)
+
+    def name(self, raw: str) -> str:
+        """The placeholder of ``raw``, giving it the next one if it has none."""
+        placeholder = self._names.get(raw)
+        if placeholder is None:
+            placeholder = f"«id:{len(self._names) + 1}»"
+            self._names[raw] = placeholder
+            if self._tentative is not None:
+                self._tentative.append(raw)
+        return placeholder
+
+    def learn(self, ids: list[str]) -> None:
+        """Give placeholders to ids found in an output, in order."""
+        names = self._names
+        for raw in ids:
+            if raw not in names:
+                names[raw] = f"«id:{len(names) + 1}»"
+
+    def tentative(self) -> None:
+        """From now on remember which ids ``name`` adds, until ``commit`` or ``rollback``.
+
+        Outputs learned meanwhile are kept either way: learning comes before any naming in
+        a walk, so dropping the walk's names leaves the numbering dense.
+        """
+        self._tentative = []
+
+    def commit(self) -> None:
+        """Keep the ids named since ``tentative``."""
+        self._tentative = None
+
+    def rollback(self) -> None:
+        """Forget the ids named since ``tentative``."""
+        for raw in self._tentative or ():
+            del self._names[raw]
+        self._tentative = None
+
+    @property
+    def waiting(self) -> bool:
+        """Whether outputs wait to have their ids learned."""
+        return bool(self._pending)
+
+    def defer(self, output: Any) -> None:
+        """Remember an output whose ids are learned when they may be needed (``drain``)."""
+        self._pending.append(output)
+
+    def drain(self, collect: Callable[[Any], list[str]]) -> None:
+        """Learn the ids of every remembered output, in the order they came."""
+        pending, self._pending = self._pending, []
+        for output in pending:
+            self.learn(collect(output))
+
+
+def could_be_id(value: str) -> bool:
+    """Whether ``value`` has the shape of some id an output could have handed out."""
+    return bool(
+        (len(value) == 36 and _UUID.fullmatch(value))
+        or value.startswith(_PROVIDER_PREFIXES)
+        or (_ID_CHARS.fullmatch(value) and _DIGIT.search(value))
+    )
+
+
+def collect_ids(value: Any, field_name: str | None, found: list[str]) -> None:
+    cls = type(value)
+    if cls is str:
+        # Shorter than any id: most of a model's answer is words, checked for free here.
+        if len(value) >= 8 and looks_like_id(value, field_name):
+            found.append(value)
+    elif cls is dict:
+        for k, v in value.items():
+            collect_ids(v, k, found)
+    elif cls is list:
+        for v in value:
+            collect_ids(v, field_name, found)
