@@ -58,3 +58,26 @@ def test_no_secret_in_any_place_of_a_call(tmp_path: Path, plant: Plant) -> None:
     assert plant.secret not in str(miss.value)
     assert report.misses
     assert plant.secret.encode() not in orjson.dumps(report.to_dict())
+
+
+def test_a_random_number_under_a_secret_name_is_masked_in_args_and_answers(
+    tmp_path: Path,
+) -> None:
+    # A numeric password or account secret is as much a secret as a string one: `faultdeck scan`
+    # flags it, so the cassette must not hold it.
+    secret = 928374650192837465
+    path = tmp_path / "numbers.jsonl"
+    args = {"user": "ana", "password": secret, "max_tokens": 512}
+    answer = {"account": {"secret": secret, "id": 7}, "count": 3}
+    with fd.Deck(path, mode="record") as deck:
+        assert deck.call("tool", "login", args, lambda: answer) == answer
+    data = path.read_bytes()
+    assert str(secret).encode() not in data
+    assert b'"max_tokens":512' in data  # plain numbers stay
+    assert b'"count":3' in data
+    entry = fd.load(path).entries[0]
+    assert entry.args["password"].startswith("«redacted:")
+    assert entry.value["account"]["secret"].startswith("«redacted:")
+    assert fd.Redactor().findings(orjson.loads(data.splitlines()[1])) == []
+    with fd.Deck(path, mode="replay") as deck:
+        assert deck.call("tool", "login", args, never)["count"] == 3

@@ -26,7 +26,10 @@ from hypothesis import strategies as st
 
 import faultdeck as fd
 from faultdeck._keys.ids import IdMap
+from faultdeck._keys.names import SECRET
 from faultdeck._keys.normalize import Normalizer
+from faultdeck._keys.redact import Redactor
+from faultdeck._keys.redact import secret_number as _secret_number
 from tests.keys.reference.canonical import make_key as reference_key
 from tests.keys.reference.ids import _PROVIDER_NAMES, collect_ids
 from tests.keys.reference.ids import IdMap as ReferenceIds
@@ -168,10 +171,33 @@ def values(*, tuples: bool) -> st.SearchStrategy[Any]:
     return st.recursive(LEAF, nest, max_leaves=8)
 
 
-JSON = values(tuples=True)
+_FIELDS = Redactor()
+
+
+def secret_number(value: Any, secret: bool = False) -> bool:
+    """Whether ``value`` holds a random number under a secret-like name: masked since the
+    reference was frozen (a deliberate change, tested in tests/deck/test_secret_places.py),
+    so such values are left out of the comparison."""
+    if type(value) is int:
+        return secret and _secret_number(value)
+    if isinstance(value, dict):
+        return any(
+            secret_number(v, isinstance(k, str) and _FIELDS.field_kind(k) == SECRET)
+            for k, v in value.items()
+        )
+    if isinstance(value, (list, tuple)):
+        return any(secret_number(v, secret) for v in value)
+    return False
+
+
+def no_secret_numbers(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return strategy.filter(lambda v: not secret_number(v))
+
+
+JSON = no_secret_numbers(values(tuples=True))
 HANDED_OUT = st.sampled_from(SEEN) | st.sampled_from(SEEN) | st.uuids().map(str) | PROVIDER_ID
-PLAIN_JSON = values(tuples=False)
-OUTPUT = (
+PLAIN_JSON = no_secret_numbers(values(tuples=False))
+OUTPUT = no_secret_numbers(
     st.fixed_dictionaries(
         {"id": HANDED_OUT},
         optional={
@@ -186,11 +212,13 @@ OUTPUT = (
 )
 """What a call returns: ids handed out, wall-clock values, secrets (JSON the cassette keeps:
 a tuple comes back from it a list)."""
-ARGS = st.one_of(
-    st.dictionaries(KEY, JSON, max_size=6),
-    JSON,
-    st.fixed_dictionaries({"ref": st.sampled_from(SEEN)}, optional={"q": TEXT}),
-    st.fixed_dictionaries({"q": st.sampled_from(("retry budget", "what next?", ""))}),
+ARGS = no_secret_numbers(
+    st.one_of(
+        st.dictionaries(KEY, JSON, max_size=6),
+        JSON,
+        st.fixed_dictionaries({"ref": st.sampled_from(SEEN)}, optional={"q": TEXT}),
+        st.fixed_dictionaries({"q": st.sampled_from(("retry budget", "what next?", ""))}),
+    )
 )
 """What a call asks: anything, an id handed out before, or nothing id-like (so that outputs
 wait to have their ids learned)."""

@@ -131,13 +131,15 @@ class Answering:
         else:
             run.ids.defer(value)
 
-    def _learn_written(self, learn: Any) -> Any:
+    def _learn_written(self, learn: Any, found: list[str] | None = None) -> Any:
         """Learn the ids of a live answer about to be written (under the run's lock), and
         return them for its line (``None`` when ids are not renamed): a replay of the line
-        learns them from there without walking the answer."""
+        learns them from there without walking the answer. ``found``: the ids already
+        found in ``learn``, if they were."""
         run = self._run
         normalizer = run.normalizer
-        found = normalizer.output_ids(learn)
+        if found is None:
+            found = normalizer.output_ids(learn)
         run.ids.learn_stored(found, normalizer.output_ids)
         return found if normalizer.config.ids else None
 

@@ -27,6 +27,7 @@ from .._cassette.errorjson import error_from_json, error_to_json, unreached
 from .._cassette.lines import http_answer_problem
 from .._keys.fields import ABSENT
 from .._keys.outputs import check_json
+from .._keys.stored import store_output
 from .answering import Answering, number
 from .miss import in_doubt
 from .report import CallRecord, Source
@@ -206,11 +207,16 @@ class Call(Answering):
             with run.lock:
                 self._log("live", ms=ms)
             return
+        found = None
         if stored is ABSENT:
             # An answer the cassette cannot hold ends the call: not logged, not written.
             self.finished = True
             check_json(value, f"out of {self.kind} {self.name} at seq {self.seq}")
-            stored = self.store("out", value)
+            config = run.normalizer.config
+            # As ``store("out", value)`` stores it, and its ids, in one walk.
+            stored, found = store_output(
+                value, self.seq, run.redactor, scrub=config.output_times, ids=config.ids
+            )
             if self.kind == "http":
                 problem = http_answer_problem(stored, body=True)
                 if problem is not None:
@@ -222,7 +228,7 @@ class Call(Answering):
         with run.lock:
             # The caller holds this very object and may change it: learn its ids now (after
             # any earlier outputs still waiting, to keep their order).
-            ids = self._learn_written(stored)
+            ids = self._learn_written(stored, found)
             self._log("live", ms=ms)
             self._put("out", stored, ms, ids=ids)
 

@@ -44,6 +44,8 @@ _ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]{8,}")
 _DIGIT = re.compile(r"\d")
 _GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
 _PROVIDER_PREFIXES = tuple(f"{name}{sep}" for name in _PROVIDER_NAMES for sep in "-_")
+# Their first two letters: a set lookup rules out most strings before 48 prefix compares.
+_PROVIDER_HEADS = frozenset(name[:2] for name in _PROVIDER_NAMES)
 
 
 def is_id_field(name: str) -> bool:
@@ -57,7 +59,7 @@ def looks_like_id(value: str, field_name: str | None) -> bool:
     n = len(value)
     if n == 36 and _UUID.fullmatch(value):
         return True
-    if n >= 8 and _PROVIDER_ID.fullmatch(value):
+    if n >= 8 and value[:2] in _PROVIDER_HEADS and _PROVIDER_ID.fullmatch(value):
         return True
     return field_name is not None and is_id_field(field_name) and bool(_GENERATED.fullmatch(value))
 
@@ -148,7 +150,7 @@ def could_be_id(value: str) -> bool:
     """Whether ``value`` has the shape of some id an output could have handed out."""
     return bool(
         (len(value) == 36 and _UUID.fullmatch(value))
-        or value.startswith(_PROVIDER_PREFIXES)
+        or (value[:2] in _PROVIDER_HEADS and value.startswith(_PROVIDER_PREFIXES))
         or (_ID_CHARS.fullmatch(value) and _DIGIT.search(value))
     )
 

@@ -26,6 +26,7 @@ from typing import Any
 from .._base.errors import ArgumentError
 from .ids import (
     _GENERATED,
+    _PROVIDER_HEADS,
     _PROVIDER_ID,
     _PROVIDER_PREFIXES,
     _UUID,
@@ -36,7 +37,7 @@ from .ids import (
 )
 from .names import CREDENTIAL_FIELDS, DROP, SECRET
 from .outputs import INT_LIMIT, is_epoch, is_time_field, locate, scrub
-from .redact import Redactor
+from .redact import Redactor, secret_number
 
 Rule = Callable[[Any], Any]
 
@@ -50,7 +51,7 @@ _DATETIME = re.compile(
 )
 # A field name's meaning to normalization, as bits; cached per name.
 _STRIP, _VOLATILE, _TIME, _ID_FIELD, _SECRET = 1, 2, 4, 8, 16
-_NUMBER_RULES = _VOLATILE | _TIME
+_INT_RULES = _VOLATILE | _TIME | _SECRET
 _NAMES_CACHED = 4096
 # Shorter strings cannot hold a secret of any built-in shape nor pass the secret-field rule.
 _REDACT_MIN = 12
@@ -168,9 +169,11 @@ class Normalizer:
         cut = len(prefix) if prefix else 0
         redact_min = 0 if redactor is not None and redactor.has_extras else _REDACT_MIN
         redact = redactor.redact_leaf if redactor is not None else None
+        mask = redactor.mask if redactor is not None else None
         # Shorter strings meet no rule but the root's prefix: no id, date-time or secret.
         short = 8 if redact is None else min(8, redact_min)
         output_ids = self.output_ids
+        heads = _PROVIDER_HEADS
         uuid, provider, generated, datetime = (
             _UUID.fullmatch,
             _PROVIDER_ID.fullmatch,
@@ -196,7 +199,11 @@ class Normalizer:
                         return known
                     if (
                         (n == 36 and uuid(value))
-                        or (value.startswith(_PROVIDER_PREFIXES) and provider(value))
+                        or (
+                            value[:2] in heads
+                            and value.startswith(_PROVIDER_PREFIXES)
+                            and provider(value)
+                        )
                         or (flags & _ID_FIELD and generated(value))
                     ):
                         return ids.name(value)
@@ -228,7 +235,7 @@ class Normalizer:
                     if (
                         t is bool
                         or v is None
-                        or (t is int and not fl & _NUMBER_RULES and -INT_LIMIT <= v < INT_LIMIT)
+                        or (t is int and not fl & _INT_RULES and -INT_LIMIT <= v < INT_LIMIT)
                         or (
                             t is str
                             and len(v) < short
@@ -251,6 +258,8 @@ class Normalizer:
                     raise _NotJSON
                 if flags & _VOLATILE or (flags & _TIME and is_epoch(value)):
                     return cls(0)
+                if flags & _SECRET and mask is not None and cls is int and secret_number(value):
+                    return mask(str(value))
                 return value
             raise _NotJSON
 

@@ -51,10 +51,36 @@ def check_json(value: Any, where: str) -> None:
         value: the output.
         where: what it is the output of, for the message.
     """
+    if _is_json(value):
+        return  # the common case, checked without building a path per value
     found = locate(value, "out", None)
     if found is not None:
         path, detail = found
         raise ArgumentError(f"{where}: {path}", detail)
+
+
+def _is_json(value: Any) -> bool:
+    """Whether ``value`` is a JSON value (``locate`` would find nothing); no paths."""
+    cls = type(value)
+    if cls is str or cls is bool or value is None:
+        return True
+    if cls is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            t = type(v)
+            if t is str or t is bool or v is None:
+                continue
+            if not _is_json(v):
+                return False
+        return True
+    if cls is list or cls is tuple:
+        return all(_is_json(v) for v in value)
+    if cls is int:
+        return bool(-INT_LIMIT <= value < INT_LIMIT)
+    if cls is float:
+        return math.isfinite(value)
+    return False
 
 
 def locate(value: Any, path: str, skip: Callable[[str], bool] | None) -> Any:
@@ -110,7 +136,7 @@ def _scrub(value: Any, field_name: str | None, stamp: int) -> Any:
             return items
         return value
     if cls is str:
-        return _scrub_string(value, field_name, stamp)
+        return scrub_string(value, field_name, stamp)
     if (cls is int or cls is float) and field_name is not None and is_time_field(field_name):
         if EPOCH_S[0] <= value < EPOCH_S[1]:
             return cls(stamp)
@@ -119,7 +145,8 @@ def _scrub(value: Any, field_name: str | None, stamp: int) -> Any:
     return value
 
 
-def _scrub_string(value: str, field_name: str | None, stamp: int) -> str:
+def scrub_string(value: str, field_name: str | None, stamp: int) -> str:
+    """One string of an output as ``scrub`` leaves it, under ``field_name``."""
     if len(value) >= 16:
         match = _DATETIME.fullmatch(value)
         if match is not None:

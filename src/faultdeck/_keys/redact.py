@@ -164,6 +164,11 @@ class Redactor:
         """
         return self._walk(value, False)
 
+    def redact_under(self, value: object, secret_field: bool) -> object:
+        """``value`` as ``redact`` leaves it where it sits under a secret-like field name
+        (``secret_field``) or not; for walks that do their own traversal."""
+        return self._walk(value, secret_field)
+
     def redact_text(self, text: str) -> str:
         """``text`` with every credential-shaped substring masked (no field-name rule)."""
         if len(text) < MIN_SECRET_LEN and not self._extras:
@@ -322,6 +327,8 @@ class Redactor:
     def _walk(self, value: object, secret_field: bool) -> object:
         if isinstance(value, str):
             return self.redact_leaf(value, secret_field)
+        if secret_field and type(value) is int and secret_number(value):
+            return mask(str(value))
         if isinstance(value, dict):
             return self._walk_dict(value)
         if isinstance(value, list):
@@ -371,6 +378,8 @@ class Redactor:
             out.extend(Finding(name, path) for name in dict.fromkeys(names))
             if secret_field and looks_random(result):
                 out.append(Finding(SECRET_FIELD_FINDING, path))
+        elif secret_field and type(value) is int and secret_number(value):
+            out.append(Finding(SECRET_FIELD_FINDING, path))
         elif isinstance(value, dict):
             for k, v in value.items():
                 kind = self.field_kind(k) if isinstance(k, str) else PLAIN
@@ -382,3 +391,9 @@ class Redactor:
         elif isinstance(value, (list, tuple)):
             for i, v in enumerate(value):
                 self._find(v, f"{path}[{i}]", secret_field, out)
+
+
+def secret_number(value: int) -> bool:
+    """Whether an integer under a secret-like field name (``{"pin": 928374650192837465}``)
+    is long and random enough to be a secret, judged on its digits as a string would be."""
+    return looks_random(str(value))

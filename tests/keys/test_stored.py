@@ -1,0 +1,63 @@
+"""The fused walk that stores a live output, against the three walks it stands for.
+
+``store_output`` must store what ``redact(scrub(out, seq))`` stores, with the ids
+``collect_ids`` finds in that, for any output: the frozen reference's walks are the oracle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faultdeck._keys.redact import Redactor
+from faultdeck._keys.stored import store_output
+from tests.keys.reference.ids import collect_ids
+from tests.keys.reference.outputs import scrub
+from tests.keys.reference.redact import Redactor as ReferenceRedactor
+from tests.keys.test_differential import EXTRA, JSON, OUTPUT
+
+
+def reference(out: Any, seq: int, redactor: ReferenceRedactor, scrubs: bool, ids: bool) -> Any:
+    stored = redactor.redact(scrub(out, seq) if scrubs else out)
+    found: list[str] = []
+    if ids:
+        collect_ids(stored, None, found)
+    return stored, found
+
+
+@pytest.mark.parametrize("extra", [(), EXTRA])
+@settings(max_examples=300, deadline=None)
+@given(
+    out=OUTPUT | JSON | st.lists(OUTPUT, max_size=3) | st.tuples(OUTPUT, JSON),
+    seq=st.integers(min_value=1, max_value=5000),
+    scrubs=st.booleans(),
+    ids=st.booleans(),
+)
+def test_one_walk_stores_what_the_three_walks_store(
+    extra: Any, out: Any, seq: int, scrubs: bool, ids: bool
+) -> None:
+    expected = reference(out, seq, ReferenceRedactor(extra_patterns=extra), scrubs, ids)
+    got = store_output(out, seq, Redactor(extra_patterns=extra), scrub=scrubs, ids=ids)
+    # Byte for byte as written (key order and types), and the same ids in the same order.
+    assert orjson.dumps(got[0]) == orjson.dumps(expected[0])
+    assert got[1] == expected[1]
+
+
+def test_a_stored_output_is_masked_scrubbed_and_its_ids_found() -> None:
+    out = {
+        "id": "chatcmpl-9x8Yq2ZkT1",
+        "created": 1764411948,
+        "authorization": "Bearer abc",
+        "items": [{"call_id": "call_a1b2c3d4e5f6", "at": "2026-05-01T10:00:00Z"}],
+        "pair": ("sk-" + "live" + "Zq7Xw9" * 6, 1),
+    }
+    stored, found = store_output(out, 3, Redactor(), scrub=True, ids=True)
+    assert stored["created"] == 946684803
+    assert "authorization" not in stored
+    assert stored["items"][0]["at"] == "2000-01-01T00:00:03Z"
+    assert stored["pair"][0].startswith("«redacted:")
+    assert found == ["chatcmpl-9x8Yq2ZkT1", "call_a1b2c3d4e5f6"]
