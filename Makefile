@@ -2,8 +2,9 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Two installs into the one .venv: the package with its runtime dependencies (all the demo
-# needs), and the dev toolchain on top (`.[dev]`: pytest, mypy, ruff, the SDKs…). Each stamp
+# Two installs into the one .venv: the package with its runtime dependencies and the
+# `redteam` extra (all the demo needs: its last step is a redteam search), and the dev
+# toolchain on top (`.[dev]`: pytest, mypy, ruff, the SDKs…). Each stamp
 # is older than pyproject.toml after an edit there, so the next target re-installs.
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
@@ -18,7 +19,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(RUNTIME): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[redteam]'
 	touch $(RUNTIME)
 
 # `.[dev]` holds the runtime install too, so it stamps both.

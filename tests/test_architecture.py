@@ -84,6 +84,7 @@ def test_every_stage_exists_and_every_module_is_placed() -> None:
         "demo",
         "http",
         "mcp",
+        "otel",
         "pytest_plugin",
         "server",
         "testing",

@@ -68,14 +68,18 @@ from ._base.errors import (
     ReplayMiss,
     SchemaChanged,
     SideEffectBlocked,
+    StaleCassette,
     TransientError,
 )
+from ._cassette.extract import extract, extract_json
 from ._cassette.format import Intent
 from ._cassette.reader import Entry, Header, Recording, load
 from ._deck.call import Call
 from ._deck.deck import Deck
 from ._deck.report import CallRecord, CallRef, Repeat, Report
 from ._diff.align import CallPathDiff, Change, Row, diff_recordings
+from ._diff.drift import Drift, Ending, compare_drift
+from ._diff.fork import Forked
 from ._diff.render import diff_html, diff_json, diff_text
 from ._judge.invariants import INVARIANTS, Violation, check
 from ._judge.policy import Outcome, Policy, run_steps
@@ -86,6 +90,7 @@ from ._keys.redact import Finding, Redactor
 from ._rehearse.command import rehearse_command
 from ._rehearse.inprocess import rehearse
 from ._rehearse.matrix import FAULT_MENU, REPLAY_ROW, Cell, Matrix
+from ._rehearse.redteam import Redteam, redteam
 from ._rehearse.render import matrix_json, matrix_summary, matrix_table
 from .faults import Fault, FaultPlan
 
@@ -112,7 +117,9 @@ __all__ = [
     "Clock",
     "ConfigError",
     "Deck",
+    "Drift",
     "Durability",
+    "Ending",
     "Entry",
     "FAULT_MENU",
     "Fault",
@@ -120,6 +127,7 @@ __all__ = [
     "FaultdeckError",
     "FaultdeckWarning",
     "Finding",
+    "Forked",
     "HarnessChanged",
     "Header",
     "INVARIANTS",
@@ -139,6 +147,7 @@ __all__ = [
     "RecordedError",
     "Recording",
     "Redactor",
+    "Redteam",
     "Repeat",
     "Repeats",
     "ReplayMiss",
@@ -147,6 +156,7 @@ __all__ = [
     "SchemaChanged",
     "Settings",
     "SideEffectBlocked",
+    "StaleCassette",
     "SystemClock",
     "TransientError",
     "Violation",
@@ -155,11 +165,14 @@ __all__ = [
     "canonical",
     "check",
     "classify_error",
+    "compare_drift",
     "current_step",
     "diff_html",
     "diff_json",
     "diff_recordings",
     "diff_text",
+    "extract",
+    "extract_json",
     "faults",
     "http",
     "load",
@@ -168,6 +181,7 @@ __all__ = [
     "matrix_json",
     "matrix_summary",
     "matrix_table",
+    "redteam",
     "rehearse",
     "rehearse_command",
     "run_steps",

@@ -2,8 +2,9 @@
 
 In a temporary folder: record the golden run, replay it 20 times offline, rehearse each row
 of the degradation policy on top of the recording and judge it by the invariants, catch a
-naive loop breaking them, kill a run and resume it, then change the prompt and show the
-call-path diff. Nothing to start, no network, nothing left behind.
+naive loop breaking them, kill a run and resume it, change the prompt and show the
+call-path diff, then let a redteam search find the smallest plan that breaks the naive
+loop. Nothing to start, no network, nothing left behind.
 """
 
 from __future__ import annotations
@@ -184,10 +185,47 @@ def main(console: Console | None = None) -> int:
         for line in diff_text(diff, width=min(out.width, 120) - 3).splitlines():
             out.print(f"   {line}", markup=False)
 
+        redteamed = redteam_step(out, golden)
+
     seconds = time.perf_counter() - started
-    ok = rate == 1.0 and healthy and caught and resumed_ok and not diff.identical
+    ok = rate == 1.0 and healthy and caught and resumed_ok and not diff.identical and redteamed
     out.print(f"\n[bold]{'done' if ok else 'something is off'}[/] in {seconds:.2f} s")
     return 0 if ok else 1
+
+
+def naive_entry(deck: Deck, clock: VirtualClock) -> list[Outcome]:
+    """The workshop loop under ``naive_loop``, as a redteam entrypoint."""
+    return Workshop(deck).run(POLICY, clock=clock, runner=naive_loop)
+
+
+def redteam_step(out: Console, golden: Path) -> bool:
+    """Step 7: Hypothesis searches plans of up to three faults for the smallest that breaks
+    the naive loop; skipped (and passed) without the ``redteam`` extra."""
+    from ._base.errors import ConfigError
+    from ._rehearse.redteam import import_hypothesis, redteam
+
+    out.print(
+        "\n[bold]7. Redteam[/] the naive loop: the smallest plan of up to 3 faults that breaks it"
+    )
+    try:
+        import_hypothesis()
+    except ConfigError as exc:
+        out.print(f"   [dim]skipped: {exc}[/]")
+        return True
+    result = redteam(golden, naive_entry, budget=200, max_faults=3, seed=0)
+    if result.plan is None:
+        out.print("   [red]no plan found[/]")
+        return False
+    for fault in result.plan.faults:
+        sel = fault.selector
+        out.print(f"   {fault.describe()} at {sel.kind} {sel.name} (call {sel.nth})", markup=False)
+    for violation in result.violations:
+        out.print(f"   [red]✗[/] {violation}")
+    from ._base.words import plural
+
+    tried = plural(result.replays, "replay")
+    out.print(f"   found and shrunk in {tried}; `faultdeck redteam` also writes it as a plan file")
+    return True
 
 
 if __name__ == "__main__":

@@ -62,12 +62,13 @@ def test_the_section_names_every_key_with_its_default_and_a_comment(tmp_path: Pa
     assert sorted(line.split()[1] for line in lines) == KEYS
     assert all(" # " in line.split(" = ", 1)[1] for line in lines), lines
     # Made live, the section is one load_settings accepts, and the values it holds are the
-    # defaults (cassette_dir and mode are unset by default: their lines show an example).
+    # defaults (cassette_dir, mode and max_age are unset by default: their lines show an
+    # example).
     (tmp_path / "pyproject.toml").write_text(uncommented(section), "utf-8")
     live = fd.load_settings(tmp_path)
     default = fd.Settings(root=live.root, source=live.source)
-    assert (live.cassette_dir, live.mode) == ("cassettes", "replay")
-    assert dataclasses.replace(live, cassette_dir=None, mode=None) == default
+    assert (live.cassette_dir, live.mode, live.max_age) == ("cassettes", "replay", "90d")
+    assert dataclasses.replace(live, cassette_dir=None, mode=None, max_age=None) == default
 
 
 def test_init_appends_to_a_pyproject_and_keeps_every_byte_of_it(tmp_path: Path) -> None:
@@ -234,7 +235,13 @@ def completions(words: str, cword: int, tmp_path: Path) -> set[str]:
 
 
 def test_the_console_script_completes_commands_and_arguments(tmp_path: Path) -> None:
-    assert completions("faultdeck re", 1, tmp_path) == {"record", "replay", "rehearse", "resume"}
+    assert completions("faultdeck re", 1, tmp_path) == {
+        "record",
+        "redteam",
+        "replay",
+        "rehearse",
+        "resume",
+    }
     assert completions("faultdeck in", 1, tmp_path) == {"init"}
     assert completions("faultdeck completion ", 2, tmp_path) == {"bash", "zsh", "fish"}
 
@@ -256,4 +263,4 @@ def test_bash_completes_through_the_printed_script(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert sorted(done.stdout.split()) == ["record", "rehearse", "replay", "resume"]
+    assert sorted(done.stdout.split()) == ["record", "redteam", "rehearse", "replay", "resume"]

@@ -126,3 +126,22 @@ def test_a_deck_takes_a_plan_file(tmp_path: Path) -> None:
             deck.call("tool", "t", {}, lambda: 1)
     with pytest.raises(fd.ConfigError, match=r"nope\.json: no such fault plan"):
         fd.Deck(tmp_path / "x.jsonl", mode="off", faults=str(tmp_path / "nope.json"))
+
+
+@pytest.mark.parametrize(("allow", "runs"), [("0", False), ("1", True)])
+def test_from_env_holds_side_effects_as_drift_asks(tmp_path: Path, allow: str, runs: bool) -> None:
+    environ = {
+        "FAULTDECK_CASSETTE": str(tmp_path / "c.jsonl"),
+        "FAULTDECK_MODE": "record",
+        "FAULTDECK_ALLOW_SIDE_EFFECTS": allow,
+    }
+    sent: list[int] = []
+    # "0" wins over what the program passes: a drift run must not charge a card again.
+    deck = fd.Deck.from_env(environ, allow_side_effects=True)
+    if runs:
+        assert deck.call("tool", "pay", {"n": 1}, lambda: sent.append(1), side_effect=True) is None
+    else:
+        with pytest.raises(fd.SideEffectBlocked):
+            deck.call("tool", "pay", {"n": 1}, lambda: sent.append(1), side_effect=True)
+    deck.close()
+    assert sent == ([1] if runs else [])

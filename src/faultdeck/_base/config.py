@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import tomllib
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ from typing import Any, Literal, TypeVar, get_args
 from .errors import ConfigError
 from .loading import load_attr
 
-Mode = Literal["replay", "record", "once", "append", "resume", "off"]
+Mode = Literal["replay", "record", "once", "append", "resume", "off", "fork"]
 """How a deck uses its cassette; see the modes table in the README."""
 Match = Literal["keyed", "strict"]
 """``keyed`` tolerates reordering of calls; ``strict`` wants each call at its recorded seq."""
@@ -33,7 +34,9 @@ OnHarnessChange = Literal["warn", "ignore"]
 OnInDoubt = Literal["raise", "rerun", "skip"]
 """What ``resume`` does with a side effect that was in flight at a kill."""
 
-MODES: tuple[Mode, ...] = get_args(Mode)
+MODES: tuple[Mode, ...] = tuple(m for m in get_args(Mode) if m != "fork")
+"""The modes a setting or an option may name. ``fork`` is not one: it needs the cassette it
+forks and where (``Deck(mode="fork", parent=…, at=…)``, ``faultdeck fork``)."""
 MATCHES: tuple[Match, ...] = get_args(Match)
 DURABILITIES: tuple[Durability, ...] = get_args(Durability)
 REPEATS: tuple[Repeats, ...] = get_args(Repeats)
@@ -50,6 +53,7 @@ _KEYS = {
     "normalizers": dict,
     "public_env": list,
     "durability": str,
+    "max_age": str,
 }
 
 
@@ -70,6 +74,8 @@ class Settings:
         normalizers: per-call rules as ``name -> "module:function"``.
         public_env: environment variables whose values may be stored in clear.
         durability: ``flush`` or ``fsync``.
+        max_age: how long ago a cassette may have been last committed before it is stale
+            (``"90d"``, ``"12h"``, ``"2w"``), as written; ``None`` when unset.
         source: the pyproject file the settings came from, if any.
     """
 
@@ -83,6 +89,7 @@ class Settings:
     normalizers: Mapping[str, str] = field(default_factory=dict)
     public_env: tuple[str, ...] = ()
     durability: Durability = "flush"
+    max_age: str | None = None
     source: str | None = None
 
     def rules(self) -> dict[str, Callable[[Any], Any]]:
@@ -161,6 +168,7 @@ def _load(pyproject: str, _mtime: int) -> Settings:
         durability=check_choice(
             f"{where}: durability", table.get("durability", "flush"), DURABILITIES
         ),
+        max_age=_max_age(table.get("max_age"), where),
         source=pyproject,
     )
 
@@ -181,6 +189,59 @@ def _import(name: str, spec: str, source: str | None) -> Callable[[Any], Any]:
     if not callable(target):
         raise ConfigError(f"{where}: {spec!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """An age such as ``"90d"``, ``"12h"`` or ``"2w"`` (units s, m, h, d, w) in seconds.
+
+    Raises:
+        ValueError: ``text`` is not such an age, or is zero.
+    """
+    match = _AGE.fullmatch(text.strip())
+    if match is None or float(match.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not an age like 90d, 12h or 2w")
+    return float(match.group(1)) * _UNIT[match.group(2)]
+
+
+def _max_age(value: str | None, where: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_age(value)
+    except ValueError as exc:
+        raise ConfigError(f'{where}: max_age {exc}; write one, e.g. max_age = "90d"') from None
+    return value.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """When a file was last committed to git.
+
+    Attributes:
+        in_git: the file lies in a git work tree (and git ran).
+        at: the commit time (seconds since 1970) of the last commit touching it; ``None``
+            when no commit holds it yet.
+    """
+
+    in_git: bool
+    at: int | None
+
+
+def last_commit(path: str | os.PathLike[str]) -> Committed:
+    """When ``path`` was last committed (``git log -1 --format=%ct -- FILE``), read-only.
+
+    The format keeps no wall-clock time, so a cassette's age is its file's in git.
+    """
+    folder, name = os.path.split(os.path.realpath(path))
+    try:
+        out = _git(folder, "log", "-1", "--format=%ct", "--", name).strip()
+    except (OSError, subprocess.SubprocessError):
+        return Committed(in_git=False, at=None)
+    return Committed(in_git=True, at=int(out) if out.isdigit() else None)
 
 
 @functools.lru_cache(maxsize=8)

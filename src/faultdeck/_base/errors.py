@@ -28,6 +28,7 @@ retry loop, which would retry it and report a "connection error") may swallow.
 Warning
 └── FaultdeckWarning
     ├── HarnessChanged             replaying under another git SHA
+    ├── StaleCassette              last committed longer ago than max_age
     └── CassetteWarning            an interrupted run, a skipped truncated line
 """
 
@@ -250,6 +251,11 @@ class HarnessChanged(FaultdeckWarning):
 class SchemaChanged(FaultdeckWarning):
     """A tool's live schema differs from the one it was recorded under: its calls' keys
     change, so they miss their recorded answers until they are recorded again."""
+
+
+class StaleCassette(FaultdeckWarning):
+    """A cassette was last committed longer ago than the project's ``max_age``: the world it
+    recorded may have moved (``faultdeck drift`` checks it against a live run)."""
 
 
 class CassetteWarning(FaultdeckWarning):

@@ -19,13 +19,16 @@ import hashlib
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .._base import config as _config
 from .._base import terms
-from .._base.errors import CassetteLocked, CassetteWriteError
+from .._base.errors import CassetteLocked, CassetteWriteError, FaultdeckError
+from . import store
 from .format import Entry, Header, Recording
 from .lock import Held, LockFile
+from .reader import load, parse
 from .writer import Writer, finish, partial_path
 
 # Environment variables whose values change how a recorded run behaves; hashed in the header.
@@ -40,7 +43,12 @@ def hash_value(value: str) -> str:
 
 
 def make_header(
-    *, match: str, root: str, environ: Mapping[str, str], volatile: Iterable[str]
+    *,
+    match: str,
+    root: str,
+    environ: Mapping[str, str],
+    volatile: Iterable[str],
+    parent: Mapping[str, Any] | None = None,
 ) -> Header:
     """The header of a new cassette.
 
@@ -49,6 +57,8 @@ def make_header(
         root: the project root whose git commit is recorded.
         environ: where ``LANG``, ``TZ`` and ``PYTHONHASHSEED`` are read (and hashed).
         volatile: the fields normalized away before keys are made.
+        parent: a fork's ``{"path", "at", "sha256"}``: the cassette it replayed its first
+            calls from, up to which seq, and the sha256 of that file's bytes.
     """
     env = {name: hash_value(environ[name]) for name in _HEADER_ENV if name in environ}
     return Header(
@@ -56,7 +66,32 @@ def make_header(
         harness=_config.harness(root),
         env=env,
         volatile=tuple(sorted(volatile)),
+        extra={"parent": dict(parent)} if parent is not None else {},
     )
+
+
+def load_hashed(path: str) -> tuple[Recording, str]:
+    """Read a cassette and the sha256 (hex) of the very bytes it was read from: a fork
+    names its parent by both, so a parent rewritten since is told apart.
+
+    Raises:
+        The errors of ``reader.load``.
+    """
+    try:
+        data = store.read_bytes(path) if store.is_url(path) else Path(path).read_bytes()
+    except OSError:
+        load(path)  # raises the error load names (no such cassette, a directory…)
+        raise
+    return parse(data, path), hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str) -> str | None:
+    """The sha256 (hex) of a cassette's bytes, or ``None`` when it cannot be read."""
+    try:
+        data = store.read_bytes(path) if store.is_url(path) else Path(path).read_bytes()
+    except (OSError, FaultdeckError):
+        return None
+    return hashlib.sha256(data).hexdigest()
 
 
 class CassetteSession:
@@ -128,11 +163,18 @@ class CassetteSession:
             ) from None
         self._file_lock = lock
 
-    def start(self, header: Header, *, beside: bool) -> None:
+    def start(self, header: Header, *, beside: bool, entries: Iterable[Entry] = ()) -> None:
         """Start a fresh recording with ``header``: in the cassette's place when there is
-        none yet, else (``beside``) in the partial file, which replaces it on a clean close."""
+        none yet, else (``beside``) in the partial file, which replaces it on a clean close.
+        ``entries`` are its first lines (a fork's calls copied from its parent).
+
+        Raises:
+            CassetteWriteError: the disk refused; the session stops and lets go of the lock.
+        """
         self.working = self.partial if beside else self.real
         self._writer = Writer(self.working, header=header, durability=self._durability)
+        for entry in entries:
+            self.write(entry)
 
     def extend(self, recording: Recording) -> None:
         """Continue ``recording``'s file after its last whole line."""

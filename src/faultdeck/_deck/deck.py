@@ -39,6 +39,7 @@ from .._keys.redact import Redactor
 from ..faults import Fault, FaultPlan
 from .calls import Calls
 from .environ import deck_from_env
+from .fork import check_fork, fork_from_env
 from .report import CallRecord, Report
 from .run import Run
 
@@ -51,8 +52,9 @@ class Deck(Calls):
     """Routes boundary calls: records them, replays them, and reports what happened.
 
     Args:
-        cassette: the cassette file.
-        mode: ``replay`` (default), ``record``, ``once``, ``append``, ``resume`` or ``off``.
+        cassette: the cassette file (in mode ``fork``, the new cassette).
+        mode: ``replay`` (default), ``record``, ``once``, ``append``, ``resume``, ``off``
+            or ``fork`` (replay ``parent``'s calls up to seq ``at``, then record live).
         match: ``keyed`` (default; tolerates reordering) or ``strict`` (seq must agree too).
         clock: where durations are read and waits happen; ``SystemClock()`` by default.
         faults: a ``FaultPlan``, a list of faults, or a plan file (JSON or TOML), injected in
@@ -76,6 +78,11 @@ class Deck(Calls):
         replace: a fresh recording over an existing cassette is written beside it and
             replaces it when the run closes cleanly; ``False`` leaves it finished beside
             it, for a caller that decides later (``faultdeck record``, by exit status).
+        parent: in mode ``fork``, the cassette whose first calls replay; it is only read.
+        at: in mode ``fork``, the seq to fork after: calls 1 to ``at`` replay from
+            ``parent`` (a miss is a ``ReplayMiss``), later ones run live and are recorded.
+            The new cassette starts with ``parent``'s calls up to ``at``, so it replays on
+            its own, and its header names ``parent`` (path, ``at``, sha256 of its bytes).
 
     Attributes:
         path: the cassette file.
@@ -104,10 +111,15 @@ class Deck(Calls):
         on_harness_change: OnHarnessChange = "warn",
         repeats: Repeats = "miss",
         replace: bool = True,
+        parent: str | os.PathLike[str] | None = None,
+        at: int | None = None,
     ) -> None:
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
-        self.mode: Mode = check_choice("mode", mode or self._settings.mode or "replay", MODES)
+        self.mode: Mode = check_choice(
+            "mode", mode or self._settings.mode or "replay", (*MODES, "fork")
+        )
+        fork = check_fork(self.path, self.mode, parent, at)
         self.match: Match = check_choice("match", match or self._settings.match, MATCHES)
         self.durability: Durability = check_choice(
             "durability", durability or self._settings.durability, DURABILITIES
@@ -145,6 +157,7 @@ class Deck(Calls):
             root=self._settings.root,
             on_harness_change=on_harness_change,
             replace=replace,
+            fork=fork,
         )
 
     @classmethod
@@ -155,13 +168,19 @@ class Deck(Calls):
         fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits),
         ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits) and
         ``FAULTDECK_DEFER_REPLACE`` (``1``: a fresh recording stays beside the cassette when
-        the run ends, for ``faultdeck record`` to move once the program exits 0). Other
-        keyword arguments go to ``Deck``.
+        the run ends, for ``faultdeck record`` to move once the program exits 0), and for
+        ``FAULTDECK_MODE=fork`` ``FAULTDECK_FORK_PARENT`` and ``FAULTDECK_FORK_AT`` (the
+        ``parent`` and ``at`` that ``faultdeck fork`` sets), and ``FAULTDECK_ALLOW_SIDE_EFFECTS``
+        (``0``: side effects run their stand-ins whatever the program passes, as
+        ``faultdeck drift`` asks; ``1``: they may run). Other keyword arguments go to
+        ``Deck``.
 
         Raises:
             ConfigError: ``FAULTDECK_CASSETTE`` is not set, or a value is not valid.
         """
-        return deck_from_env(cls, os.environ if environ is None else environ, kwargs)
+        env = os.environ if environ is None else environ
+        fork_from_env(env, kwargs)
+        return deck_from_env(cls, env, kwargs)
 
     @property
     def latency(self) -> Latency | None:

@@ -60,6 +60,13 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
         kwargs["clock"] = VirtualClock()
     if env.get("FAULTDECK_DEFER_REPLACE") == "1":
         kwargs.setdefault("replace", False)
+    # Set by `faultdeck drift`: "0" holds side effects to their stand-ins whatever the
+    # program asks (the drift run is a check, not a run); "1" lets them run.
+    allow = env.get("FAULTDECK_ALLOW_SIDE_EFFECTS")
+    if allow == "0":
+        kwargs["allow_side_effects"] = False
+    elif allow == "1":
+        kwargs.setdefault("allow_side_effects", True)
     deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)  # type: ignore[call-arg]
     report_path = env.get("FAULTDECK_REPORT")
     if said is None:

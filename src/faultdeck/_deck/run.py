@@ -48,12 +48,13 @@ from .._keys.redact import Redactor
 from ..faults import CallInfo, Fault, FaultRun
 from ..faults import from_json as fault_from_json
 from .call import Call, Logged, as_record
+from .fork import ForkPoint, start_fork
 from .index import ReplayIndex
 from .miss import build_miss
 from .report import CallRecord, Report
 from .reporting import build_report
 
-_REPLAYING = frozenset({"replay", "append", "resume"})
+_REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
 
 
@@ -70,16 +71,15 @@ class Run:
         durability: ``flush`` or ``fsync`` each written line.
         clock: where durations are read.
         fault_run: this run's fault counters, if faults are injected.
-        normalizer: normalizes (and redacts) args before keys are made, and outputs
-            before writing.
+        normalizer: normalizes (and redacts) args before keying, outputs before writing.
         redactor: masks secrets before anything is keyed or written.
         allow_side_effects: side-effecting calls may run live.
         repeat_last: a call asked more often than recorded gets the last answer again.
         environ: the environment whose locale and hash seed go into a new header.
         root: the project root, whose git commit is recorded and compared.
         on_harness_change: ``warn`` or ``ignore`` on a cassette from another commit.
-        replace: a fresh recording replaces the cassette on a clean close; ``False``
-            leaves it in its partial file for the caller to move.
+        replace: ``False``: a fresh recording stays in its partial file, for the caller.
+        fork: mode ``fork``'s parent and fork point (``fork.py``).
 
     Attributes:
         path: the cassette file.
@@ -106,8 +106,10 @@ class Run:
         root: str,
         on_harness_change: str,
         replace: bool = True,
+        fork: ForkPoint | None = None,
     ) -> None:
         self.path = path
+        self._fork, self._at = fork, (fork.at if fork is not None else 0)
         self.lock = threading.RLock()
         self.configured = mode
         self.mode = mode
@@ -162,9 +164,9 @@ class Run:
             self.mode = mode
             if mode == "replay":
                 self._use(load_shared(self.path))  # a rehearsal reads it once
-            elif mode in ("record", "append", "resume"):
+            elif mode in ("record", "append", "resume", "fork"):
                 if self._copy is not None:  # the run writes a local copy; the lock is on it
-                    local = self._copy.make(fetch=exists and mode != "record")
+                    local = self._copy.make(fetch=exists and mode in ("append", "resume"))
                     self.file = CassetteSession(local, durability=self._durability)
                     exists = os.path.exists(local)
                 self.file.lock()
@@ -178,20 +180,23 @@ class Run:
             self.opened = True
 
     def _open_for_writing(self, mode: str, exists: bool) -> None:
-        partial = self.file.partial
-        if mode == "resume" and os.path.exists(partial):
+        if mode == "resume" and os.path.exists(self.file.partial):
             # The newest run recorded there and did not replace the cassette: go on with it.
-            self._continue(load(partial))
-        elif mode != "record" and exists:
+            self._continue(load(self.file.partial))
+        elif mode in ("append", "resume") and exists:
             self._continue(load(self.file.path))
         else:
+            shared, parent = start_fork(self._fork, root=self._root) if self._fork else (None, None)
+            if shared is not None:
+                self._use(shared)  # the fork replays these and starts its cassette with them
             header = make_header(
                 match=self._match,
                 root=self._root,
                 environ=self._environ,
                 volatile=self.normalizer.config.volatile,
+                parent=parent,
             )
-            self.file.start(header, beside=exists)
+            self.file.start(header, beside=exists, entries=shared.entries if shared else ())
 
     def _continue(self, recording: Recording) -> None:
         self._use(recording)
@@ -277,6 +282,8 @@ class Run:
             self._seq += 1
             seq = self._seq
             mode = self.mode
+            if mode == "fork" and seq > self._at:
+                mode = "record"  # past the fork point: every call runs live
             started = self.clock.now()
             if mode == "off":
                 call = Call(
@@ -349,14 +356,13 @@ class Run:
         try:
             return fault_from_json(entry.fault, where=f"seq {entry.seq}: fault")
         except ConfigError as exc:
-            where = entry.line or None
-            raise CassetteCorrupt(self.where, where, str(exc), RESTORE) from None
+            raise CassetteCorrupt(self.where, entry.line or None, str(exc), RESTORE) from None
 
     def _miss(self, call: Call) -> ReplayMiss:
         self.log.append((call, "miss", None, 0.0, None, None, None, False))
         index = self.index
         return build_miss(
-            cassette=self.path,
+            cassette=self._fork.parent if self._fork is not None else self.path,
             seq=call.seq,
             kind=call.kind,
             name=call.name,

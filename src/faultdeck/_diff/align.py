@@ -9,6 +9,9 @@ them) and aligned by ``(kind, name, key)`` with ``difflib``. Between equal stret
 of the same kind and name are paired in order as "changed" rows with a field-level diff;
 the rest are "removed" (only in A) or "added" (only in B). Ignored fields (``ignore=`` plus
 both headers' ``volatile``) are dropped at any depth before comparing.
+
+When one side forked from the other (``fork.forked``), the calls they share, up to the
+fork point, are left out of the rows and counted in ``shared``: the diff starts there.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .._keys.canonical import make_key
 from .._keys.fields import field_diff, preview_pair
 from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
+from .fork import Forked
 from .order import Placed, run_order
 
 Op = Literal["same", "changed", "removed", "added"]
@@ -97,6 +101,9 @@ class CallPathDiff:
             the two agree.
         responses: whether results were compared.
         ignored: the field names that were never compared, sorted.
+        forked: how one side forked from the other, if it did.
+        shared: the fork's calls up to the fork point, shared with its parent and left out
+            of ``rows`` (0 unless ``forked.intact``).
     """
 
     a: str
@@ -105,6 +112,8 @@ class CallPathDiff:
     first: int | None
     responses: bool = False
     ignored: tuple[str, ...] = ()
+    forked: Forked | None = None
+    shared: int = 0
 
     @property
     def identical(self) -> bool:
@@ -123,20 +132,41 @@ class CallPathDiff:
             width: the longest preview of each side's value; ``0`` names the differing
                 field without its values.
         """
+        since = self._since()
         if self.first is None:
             n = len(self.rows)
-            return f"no divergence: {n} call{plural_s(n)} agree{'s' if n == 1 else ''}"
+            agree = f"{n} call{plural_s(n)} agree{'s' if n == 1 else ''}"
+            if since:
+                return f"no divergence after the fork at seq {since}: {agree}{self._shared()}"
+            return f"no divergence: {agree}"
         row = self.rows[self.first]
         # Every row before the first divergence is "same", so its index counts them.
         agreed = self.first
+        if since:
+            after = f"{agreed} agreeing call{plural_s(agreed)} after" if agreed else "right after"
+            return (
+                f"first divergence at {where(row)} ({after} the fork at seq {since}"
+                f"{self._shared()}): {what(row, width)}"
+            )
         return (
             f"first divergence at {where(row)} (after {agreed} agreeing call{plural_s(agreed)}): "
             f"{what(row, width)}"
         )
 
+    def _since(self) -> int | None:
+        return self.forked.at if self.forked is not None and self.forked.intact else None
+
+    def _shared(self) -> str:
+        return f", {self.shared} shared before it" if self.shared else ""
+
 
 def diff_recordings(
-    a: Recording, b: Recording, *, responses: bool = False, ignore: Iterable[str] = ()
+    a: Recording,
+    b: Recording,
+    *,
+    responses: bool = False,
+    ignore: Iterable[str] = (),
+    forked: Forked | None = None,
 ) -> CallPathDiff:
     """Align the calls of two recordings and say where and how they differ.
 
@@ -146,9 +176,16 @@ def diff_recordings(
         responses: compare results (outputs, errors, streams) too, not just what was asked.
         ignore: field names, at any depth, whose values are never compared; both headers'
             ``volatile`` lists are added.
+        forked: one side forked from the other (``fork.forked``): when its parent is
+            intact, the calls up to the fork point are shared and left out.
     """
     ignored = frozenset(ignore) | frozenset(a.header.volatile) | frozenset(b.header.volatile)
     placed_a, placed_b = run_order(a.entries), run_order(b.entries)
+    shared = 0
+    if forked is not None and forked.intact:
+        before = len(placed_b if forked.fork == "b" else placed_a)
+        placed_a, placed_b = _after(placed_a, forked.at), _after(placed_b, forked.at)
+        shared = before - len(placed_b if forked.fork == "b" else placed_a)
     side_a = [entry for entry, _ in placed_a]
     side_b = [entry for entry, _ in placed_b]
     pairer = _Pairer(placed_a, placed_b, ignored, responses)
@@ -167,7 +204,14 @@ def diff_recordings(
         else:
             rows.extend(pairer.replace(i1, i2, j1, j2))
     first = next((i for i, row in enumerate(rows) if row.op != "same"), None)
-    return CallPathDiff(a.path, b.path, tuple(rows), first, responses, tuple(sorted(ignored)))
+    return CallPathDiff(
+        a.path, b.path, tuple(rows), first, responses, tuple(sorted(ignored)), forked, shared
+    )
+
+
+def _after(placed: list[Placed], at: int) -> list[Placed]:
+    """The calls after the fork point: the ones a later run appended, and seqs past ``at``."""
+    return [(entry, place) for entry, place in placed if "+" in place or entry.seq > at]
 
 
 class _Pairer:

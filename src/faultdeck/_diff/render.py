@@ -27,6 +27,24 @@ def _key(row: Row) -> str:
     return either(row).key
 
 
+def fork_note(diff: CallPathDiff) -> str | None:
+    """One line on the fork between the sides, if one forked from the other."""
+    fork = diff.forked
+    if fork is None:
+        return None
+    child, parent = ("B", "A") if fork.fork == "b" else ("A", "B")
+    if not fork.intact:
+        return (
+            f"{child} forked from {parent} at seq {fork.at}, but {parent} changed since "
+            "(its sha256 differs from the one the fork recorded): compared from the start"
+        )
+    n = diff.shared
+    return (
+        f"{child} forked from {parent} at seq {fork.at}: the {n} call{plural_s(n)} up to it "
+        f"are shared and not compared; compared from seq {fork.at + 1}"
+    )
+
+
 def _verdict(diff: CallPathDiff) -> str:
     counts = diff.counts
     total = len(diff.rows)
@@ -60,6 +78,9 @@ def diff_text(diff: CallPathDiff, *, context: int = 2, width: int = 100) -> str:
         "B: " + _clip(diff.b, width - 3, left=True),
         _verdict(diff),
     ]
+    note = fork_note(diff)
+    if note is not None:
+        lines.append(note)
     if diff.ignored:
         lines.append("ignored fields: " + ", ".join(diff.ignored))
     lines += _first_lines(diff, width)
@@ -161,7 +182,8 @@ def diff_json(diff: CallPathDiff) -> dict[str, Any]:
     that agreed before it) and ``text`` (``first_divergence()``), or ``None``. Each row
     gives, per side, ``seq_*`` (as written), ``place_*`` (``"5+1"`` for a call a later
     ``append`` run added, see ``Row.place``), ``appended_*`` and ``line_*`` (its line in
-    the file).
+    the file). ``forked`` says how one side forked from the other (``fork``: ``a`` or
+    ``b``, ``at``, ``intact``, ``shared``, ``text``), or is ``None``.
     """
     first: dict[str, Any] | None = None
     if diff.first is not None:
@@ -175,6 +197,15 @@ def diff_json(diff: CallPathDiff) -> dict[str, Any]:
         "responses": diff.responses,
         "ignored": list(diff.ignored),
         "counts": diff.counts,
+        "forked": None
+        if diff.forked is None
+        else {
+            "fork": diff.forked.fork,
+            "at": diff.forked.at,
+            "intact": diff.forked.intact,
+            "shared": diff.shared,
+            "text": fork_note(diff),
+        },
         "first": first,
         "rows": [_row_json(i, row) for i, row in enumerate(diff.rows) if row.op != "same"],
     }
@@ -238,6 +269,9 @@ def diff_html(diff: CallPathDiff) -> str:
         f'<p class="verdict {state}">{"identical" if diff.identical else "diverged"}: '
         f"{e(_verdict(diff))}</p>",
     ]
+    note = fork_note(diff)
+    if note is not None:
+        out.append(f'<p class="fork">{e(note)}</p>')
     if diff.ignored:
         out.append(f"<p>ignored fields: <code>{e(', '.join(diff.ignored))}</code></p>")
     link = "" if diff.first is None else f' <a href="#row-{diff.first}">show</a>'

@@ -16,7 +16,19 @@ import click
 
 from .._base import terms
 from .._base.errors import FaultdeckError
-from . import _init, _mcp, _reading, _rehearsing, _running, _serving  # noqa: F401 - each registers its commands
+from . import (  # noqa: F401 - each registers its commands
+    _drift,
+    _export,
+    _extract,
+    _fork,
+    _init,
+    _mcp,
+    _reading,
+    _redteam,
+    _rehearsing,
+    _running,
+    _serving,
+)
 from ._common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, Finding, cli, warning_lines
 
 __all__ = ["cli", "entry", "main"]

@@ -29,6 +29,7 @@ SECTION = """\
 # durability = "flush"        # or "fsync": each line on the disk before its call returns
 # redact_patterns = {}        # more secrets to mask: {internal_token = "itk_[A-Za-z0-9]{24}"}
 # normalizers = {}            # per-call rules: {search_docs = "myproject.testing:drop_trace_id"}
+# max_age = "90d"             # warn on cassettes last committed longer ago (unset: never)
 """
 """The section ``init`` appends to pyproject.toml; commented out, so the defaults hold."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from .._cassette.store import is_url
 from .._cassette.summary import show_json
 from .._cassette.writer import partial_path
 from .._diff.align import diff_recordings
+from .._diff.fork import Link, forked, lineage
 from .._diff.render import diff_html, diff_json, diff_text
 from .._keys.redact import Redactor
 from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
@@ -47,12 +49,17 @@ def diff(
 ) -> None:
     """Diff the call paths of two cassettes; exit 1 when they diverge.
 
+    When one forked from the other (faultdeck fork), the calls up to the fork point are
+    shared: the diff says so and compares from there.
+
     \b
     faultdeck diff runs/base.jsonl runs/new.jsonl
     faultdeck diff runs/base.jsonl runs/new.jsonl --responses --ignore trace_id
     faultdeck diff runs/base.jsonl runs/new.jsonl --format html -o diff.html
     """
-    result = diff_recordings(load(a), load(b), responses=responses, ignore=ignore)
+    rec_a, rec_b = load(a), load(b)
+    fork = forked(a, rec_a, b, rec_b, root=_config.load_settings().root)
+    result = diff_recordings(rec_a, rec_b, responses=responses, ignore=ignore, forked=fork)
     if fmt == "json":
         text = orjson.dumps(diff_json(result), option=orjson.OPT_INDENT_2).decode()
     elif fmt == "html":
@@ -74,13 +81,22 @@ def diff(
 def show(cassette: str, fmt: str) -> None:
     """Show a cassette: its header, its calls, and whether the run ended cleanly.
 
+    A fork (faultdeck fork) shows its lineage too: the cassettes it descends from and
+    the seq each one forked at.
+
     \b
     faultdeck show runs/base.jsonl
     faultdeck show runs/base.jsonl --format json | jq '.calls[] | select(.error)'
     """
     recording = load(cassette)
+    links = lineage(cassette, recording, root=_config.load_settings().root)
     if fmt == "json":
-        emit_json(show_json(recording, cassette))
+        data = show_json(recording, cassette)
+        if links:
+            data["lineage"] = [
+                {"path": k.path, "forked_at": k.forked_at, "state": k.state} for k in links
+            ]
+        emit_json(data)
         return
     out = console()
     header = recording.header
@@ -88,6 +104,8 @@ def show(cassette: str, fmt: str) -> None:
         f"[bold]{escape(cassette)}[/]: format {header.version}, match {header.match}, "
         f"{recorded_at(header.harness)}"
     )
+    for line in lineage_lines(links):
+        out.print(line, markup=False)
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
         table.add_column(column, justify="right" if column in ("seq", "ms", "size") else "left")
@@ -112,6 +130,27 @@ def show(cassette: str, fmt: str) -> None:
             f"({terms.current().about(cassette).resume} finishes it)",
             markup=False,
         )
+
+
+_STATE = {
+    "found": "",
+    "changed": "  (changed since the fork: its sha256 differs, so the calls are no longer shared)",
+    "missing": "  (not found: the lineage stops here)",
+}
+
+
+def lineage_lines(links: Sequence[Link]) -> list[str]:
+    """A fork's lineage as a tree, oldest first: each cassette under its parent, with the
+    seq it forked at; ``[]`` for a cassette that is no fork."""
+    if not links:
+        return []
+    lines = ["lineage:"]
+    for depth, link in enumerate(links):
+        head = f"  {link.path}" if depth == 0 else f"  {'   ' * (depth - 1)}└─ {link.path}"
+        if link.forked_at is not None:
+            head += f" forked at seq {link.forked_at}"
+        lines.append(head + (" (this cassette)" if depth == len(links) - 1 else _STATE[link.state]))
+    return lines
 
 
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -161,18 +200,32 @@ def outcome_text(entry: Entry) -> str:
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
-def scan(paths: tuple[str, ...], fmt: str) -> None:
+@click.option(
+    "--max-age",
+    "max_age",
+    metavar="AGE",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="Also report cassettes last committed longer ago than AGE (90d, 12h, 2w; "
+    "default: [tool.faultdeck] max_age).",
+)
+def scan(paths: tuple[str, ...], fmt: str, max_age: str | None) -> None:
     """Audit cassettes for credential-shaped strings; exit 1 on any.
 
     Uses faultdeck's table of credential shapes and the project's own patterns
     ([tool.faultdeck.redact_patterns]). Prints file:line and the pattern's name, never the
-    secret. A folder is searched for *.jsonl files.
+    secret. A folder is searched for *.jsonl files. With --max-age, cassettes whose last
+    git commit is older than the age are findings too (uncommitted ones are not).
 
     \b
     faultdeck scan cassettes/
     faultdeck scan cassettes/ --format json
+    faultdeck scan cassettes/ --max-age 90d
     """
-    redactor = Redactor(extra_patterns=_config.load_settings().redact_patterns)
+    settings = _config.load_settings()
+    age = scan_age(max_age, settings.max_age)
+    redactor = Redactor(extra_patterns=settings.redact_patterns)
     files = cassette_files(paths)
     findings: list[dict[str, Any]] = []
     for path in files:
@@ -183,8 +236,13 @@ def scan(paths: tuple[str, ...], fmt: str) -> None:
                     for pattern in redactor.scan_text(line)
                 )
     holding = len({f["file"] for f in findings})
+    stale = stale_cassettes(files, age, time.time()) if age is not None else []
     if fmt == "json":
-        emit_json({"files": len(files), "files_with_findings": holding, "findings": findings})
+        data: dict[str, Any] = {"files": len(files), "files_with_findings": holding}
+        data["findings"] = findings
+        if age is not None:
+            data.update(max_age=age[0], stale=stale)
+        emit_json(data)
     else:
         for finding in findings:
             click.echo(f"{finding['file']}:{finding['line']}: {finding['pattern']}")
@@ -196,8 +254,66 @@ def scan(paths: tuple[str, ...], fmt: str) -> None:
             )
         else:
             click.echo(f"no secrets in {plural(len(files), 'file')}")
-    if findings:
+        if age is not None:
+            print_stale(stale, age[0], len(files))
+    if findings or stale:
         raise Finding
+
+
+def scan_age(given: str | None, setting: str | None) -> tuple[str, float] | None:
+    """``--max-age``'s age as written and in seconds: the one given, the setting's when
+    given bare, ``None`` when not asked."""
+    if given is None:
+        return None
+    text = given or setting
+    if not text:
+        raise click.UsageError(
+            "--max-age needs an AGE (e.g. --max-age 90d) or max_age in [tool.faultdeck]"
+        )
+    try:
+        return text, _config.parse_age(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--max-age'") from None
+
+
+def stale_cassettes(
+    files: Sequence[Path], age: tuple[str, float], now: float
+) -> list[dict[str, Any]]:
+    """The files last committed more than ``age`` before ``now``; files outside git are
+    said once, in a warning."""
+    stale: list[dict[str, Any]] = []
+    outside = 0
+    for path in files:
+        committed = _config.last_commit(path)
+        outside += not committed.in_git
+        if committed.at is not None and now - committed.at > age[1]:
+            days = int((now - committed.at) // 86400)
+            stamp = time.strftime("%Y-%m-%d", time.gmtime(committed.at))
+            stale.append({"file": str(path), "committed": stamp, "days": days})
+    if outside:
+        click.echo(
+            f"faultdeck: warning: {plural(outside, 'file')} not in a git repository: "
+            f"--max-age cannot tell {'its' if outside == 1 else 'their'} age",
+            err=True,
+        )
+    return stale
+
+
+def print_stale(stale: list[dict[str, Any]], age: str, files: int) -> None:
+    """``scan --max-age``'s lines: each stale cassette, then how many."""
+    for found in stale:
+        click.echo(
+            f"{found['file']}: last committed {found['committed']} ({found['days']} days ago), "
+            f"older than max_age {age}"
+        )
+    if stale:
+        click.echo(
+            f"{plural(len(stale), 'cassette')} of {files} last committed more than {age} ago; "
+            "check each against a live run: faultdeck drift CASSETTE -- CMD",
+            err=True,
+        )
+    else:
+        click.echo(f"no cassette last committed more than {age} ago")
 
 
 def cassette_files(paths: Sequence[str]) -> list[Path]:

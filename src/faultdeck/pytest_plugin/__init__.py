@@ -2,7 +2,8 @@
 
 Options (group ``faultdeck``): ``--faultdeck-mode`` (default ``replay``),
 ``--faultdeck-faults PLAN``, ``--faultdeck-strict`` (recorded calls left unused fail the
-test), ``--block-network`` (in replay, a socket connection fails the test). Marker:
+test, and so does a cassette older than ``[tool.faultdeck] max_age``, which otherwise warns
+``StaleCassette``), ``--block-network`` (in replay, a socket connection fails the test). Marker:
 ``@pytest.mark.faultdeck(cassette=…, faults=…, match=…, mode=…)``. Fixtures: ``deck``,
 ``faultdeck_config`` (a dict to override), ``virtual_clock``.
 
@@ -21,6 +22,7 @@ them).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +32,11 @@ import pytest
 # Imported as a module: a ``pytest_…`` name in this namespace would be taken for a hook.
 from .._base import terms
 from .._base.clock import SystemClock, VirtualClock
-from .._base.config import MODES, load_settings
-from .._base.errors import CassetteNotFound, ConfigError, ReplayMiss
+from .._base.config import MODES, Settings, load_settings
+from .._base.errors import CassetteNotFound, ConfigError, ReplayMiss, StaleCassette
 from .._base.words import plural
 from .._deck.deck import Deck
+from ._max_age import stale_message
 from ._miss import MissReport, miss_report
 from ._network import NetworkBlocked, blocking
 from ._settings import KEYS, Resolved, cassette_name, default_cassette, rerecord_command, resolve
@@ -53,6 +56,7 @@ __all__ = [
 DECK_KEY = pytest.StashKey[Deck]()
 RESOLVED_KEY = pytest.StashKey[Resolved]()
 MISSING_KEY = pytest.StashKey[CassetteNotFound]()
+STALE_KEY = pytest.StashKey[str]()
 FAILED_KEY = pytest.StashKey[bool]()
 _SERIALIZED = "faultdeck_miss"
 """The key of a ``MissReport``'s data in a serialized report's ``longrepr``."""
@@ -82,7 +86,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--faultdeck-strict",
         action="store_true",
         default=None,
-        help="fail a test that leaves recorded calls unused",
+        help="fail a test that leaves recorded calls unused or replays a cassette older than "
+        "max_age",
     )
     group.addoption(
         "--block-network",
@@ -130,6 +135,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if missing is not None:
         # A failure of the test, not of its set-up: recording it is what makes it pass.
         pytest.fail(f"faultdeck: {missing}", pytrace=False)
+    stale = item.stash.get(STALE_KEY, None)
+    if stale is not None:
+        pytest.fail(f"faultdeck: --faultdeck-strict: {stale}", pytrace=False)
     if not (item.config.getoption("--block-network") and _replaying(item)):
         return (yield)
     with blocking(item.nodeid):
@@ -244,6 +252,18 @@ def deck(
     yield from _deck(item, faultdeck_config, virtual_clock)
 
 
+def _check_age(item: pytest.Item, resolved: Resolved, settings: Settings) -> None:
+    """``max_age``: warn of a stale cassette, or (strict) fail the test's call with it."""
+    record = terms.pytest_run(item.nodeid, ci=resolved.ci).record
+    stale = stale_message(resolved.cassette, settings, mode=resolved.mode, record=record)
+    if stale is None:
+        return
+    if resolved.strict:
+        item.stash[STALE_KEY] = stale  # failed in the call: see pytest_runtest_call
+    else:
+        warnings.warn(stale, StaleCassette, stacklevel=2)
+
+
 def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
     test_path = Path(str(item.path))
     try:
@@ -259,6 +279,7 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
         )
     except ConfigError as exc:
         pytest.fail(f"faultdeck: {exc}", pytrace=False)
+    _check_age(item, resolved, settings)
     deck = Deck(
         resolved.cassette,
         mode=resolved.mode,

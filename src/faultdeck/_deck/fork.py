@@ -1,0 +1,134 @@
+"""Mode ``fork``: a new cassette that replays another's first calls, then records live.
+
+``Deck(NEW, mode="fork", parent=OLD, at=N)`` answers the calls with seq 1 to N from OLD,
+matched as a replay matches them (a miss is a ``ReplayMiss``), and runs every later call
+live, recording it into NEW. NEW starts with OLD's calls up to seq N, copied as they were
+recorded, so it replays on its own; its header names OLD (``parent``: the path, ``at`` and
+the sha256 of OLD's bytes), which ``faultdeck diff`` and ``faultdeck show`` read. OLD is
+never written: an exploration gets a cassette of its own instead of a looser key.
+
+The decision per call stays in ``Run.begin``; this module checks the options, reads the
+parent and says what the new cassette starts with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .._base.errors import ConfigError
+from .._cassette import store
+from .._cassette.format import Recording
+from .._cassette.session import load_hashed
+
+PARENT_ENV = "FAULTDECK_FORK_PARENT"
+"""The variable ``faultdeck fork`` names the parent cassette in, for ``Deck.from_env``."""
+AT_ENV = "FAULTDECK_FORK_AT"
+"""The variable ``faultdeck fork`` puts the fork point in, for ``Deck.from_env``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForkPoint:
+    """Where a fork starts: the cassette it replays from and up to which seq.
+
+    Attributes:
+        parent: the parent cassette, as given.
+        at: the calls with seq 1 to ``at`` replay from it; later ones run live.
+    """
+
+    parent: str
+    at: int
+
+
+def check_fork(
+    cassette: str, mode: str, parent: str | os.PathLike[str] | None, at: int | None
+) -> ForkPoint | None:
+    """The fork point of a deck's options, or ``None`` for a deck that does not fork.
+
+    Raises:
+        ConfigError: ``fork`` without ``parent`` and ``at``, either of them without
+            ``fork``, ``at`` not a whole number from 0, or the parent is the cassette itself.
+    """
+    if mode != "fork":
+        if parent is not None or at is not None:
+            given = "parent=" if parent is not None else "at="
+            raise ConfigError(
+                f"{given} is for mode 'fork', not {mode!r}; pass mode='fork' to replay the "
+                "parent's first calls and record the rest into a new cassette"
+            )
+        return None
+    if parent is None or at is None:
+        raise ConfigError(
+            f"mode 'fork' of {cassette} needs parent= (the cassette to replay from) and at= "
+            "(how many of its calls replay), e.g. Deck(new, mode='fork', parent=old, at=3)"
+        )
+    if type(at) is not int or at < 0:
+        raise ConfigError(f"at={at!r} is not a whole number from 0: the seq to fork after")
+    parent = os.fspath(parent)
+    if _same(parent, cassette):
+        raise ConfigError(
+            f"fork of {parent} into itself: a fork records into a new cassette and leaves "
+            "its parent as it was; name another file"
+        )
+    return ForkPoint(parent, at)
+
+
+def _same(a: str, b: str) -> bool:
+    if store.is_url(a) or store.is_url(b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def fork_from_env(env: Mapping[str, str], kwargs: dict[str, Any]) -> None:
+    """Put the fork point ``faultdeck fork`` set in ``env`` into a deck's ``kwargs``.
+
+    Raises:
+        ConfigError: ``FAULTDECK_FORK_AT`` is not a whole number.
+    """
+    parent = env.get(PARENT_ENV)
+    if not parent or "parent" in kwargs:
+        return
+    kwargs["parent"] = parent
+    at = env.get(AT_ENV, "")
+    if not at.isdigit():
+        raise ConfigError(f"{AT_ENV}={at!r} is not a whole number from 0: the seq to fork after")
+    kwargs.setdefault("at", int(at))
+
+
+def start_fork(
+    fork: ForkPoint, *, root: str, option: str = "at="
+) -> tuple[Recording, dict[str, Any]]:
+    """Read the parent: the recording the fork replays (the parent's calls with seq up to
+    ``at``, in file order) and the header's ``parent`` field; ``option`` is how a message
+    names ``at`` (``--at `` on the command line).
+
+    Raises:
+        CassetteNotFound, CassetteCorrupt: the parent cannot be read.
+        ConfigError: ``at`` is beyond the parent's calls.
+    """
+    recording, sha = load_hashed(fork.parent)
+    highest = max((e.seq for e in recording.entries), default=0)
+    if fork.at > highest:
+        raise ConfigError(
+            f"{option}{fork.at} is beyond the calls of {fork.parent} (seq 1 to {highest}); "
+            f"fork at 0 to {highest}"
+        )
+    # File order, as the parent has them: calls a later append run added (their seqs start
+    # again) keep their place after the calls that run replayed.
+    shared = [e for e in recording.entries if e.seq <= fork.at]
+    parent = {"path": shown_path(fork.parent, root), "at": fork.at, "sha256": sha}
+    return replace(recording, entries=tuple(shared)), parent
+
+
+def shown_path(path: str, root: str) -> str:
+    """``path`` as a fork's header names it: relative to the project root (with ``/``)
+    when it is under it, so the link holds in another checkout; else as given."""
+    if store.is_url(path) or not root:
+        return path
+    full = os.path.abspath(path)
+    real_root = os.path.abspath(root)
+    if os.path.commonpath([full, real_root]) != real_root:
+        return path
+    return os.path.relpath(full, real_root).replace(os.sep, "/")

@@ -1,0 +1,148 @@
+"""The space a redteam search draws plans from, as Hypothesis strategies.
+
+A fault is aimed at a call of the clean run by its kind, name and ``nth`` (so that it
+still lands on that call when an earlier fault makes the loop retry and the seqs shift);
+its kind is one that applies there (``FaultKind.applies``); its parameters are drawn by
+``param``. Hypothesis shrinks each draw towards its first choice, so
+the order of every choice is the order of "smaller": the earlier call, the kind listed
+first in ``KINDS``, no Retry-After before one, a shorter delay, a lower ``nth``.
+
+Hypothesis is imported only inside the functions, so this module imports without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._deck.report import CallRecord
+from .._judge.policy import Policy
+from ..faults import BAD_TOOL_CALL_HOWS, KINDS, Fault, FaultPlan
+from ..faults._checks import REQUIRED
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+EXTRA_NTH = 2
+"""How many calls past the clean run's count of a call ``nth`` may reach: the retries a
+fault earlier in the plan brings."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A call of the clean run that faults can aim at, named as a selector names it.
+
+    Attributes:
+        kind: the boundary kind (``model``, ``tool``, ``env``, ``http``).
+        name: the call's name.
+        streamed: whether its answer streamed (stream faults apply only then).
+        count: how many times the clean run made it.
+    """
+
+    kind: str
+    name: str
+    streamed: bool
+    count: int
+
+    def kinds(self) -> tuple[str, ...]:
+        """The fault kinds that can happen at this call and can be drawn, in table order."""
+        return tuple(
+            k.name
+            for k in KINDS.values()
+            if k.applies(self.kind, streamed=self.streamed)
+            and all(d is not REQUIRED or (k.name, p) in VARIED for p, (_, d) in k.params.items())
+        )
+
+
+def targets_of(calls: Sequence[CallRecord]) -> tuple[Target, ...]:
+    """Each distinct ``(kind, name)`` of the clean run's calls, in order of its first call."""
+    counts: dict[tuple[str, str], int] = {}
+    streamed: dict[tuple[str, str], bool] = {}
+    for call in calls:
+        key = (call.kind, call.name)
+        counts[key] = counts.get(key, 0) + 1
+        streamed[key] = streamed.get(key, False) or call.streamed
+    found = (Target(kind, name, streamed[kind, name], n) for (kind, name), n in counts.items())
+    return tuple(t for t in found if t.kinds())
+
+
+VARIED = frozenset(
+    {
+        ("quota", "retry_after"),
+        ("quota", "code"),
+        ("transient", "status"),
+        ("bad_tool_call", "how"),
+        ("slow_first_token", "ms"),
+        ("latency", "ms"),
+        ("stream_cut", "after"),
+        ("stream_cut", "how"),
+    }
+)
+"""The ``(kind, parameter)`` pairs a search varies (``param``); the others keep their
+defaults."""
+
+
+def param(kind: str, name: str, policy: Policy) -> SearchStrategy[Any]:
+    """The values a search draws for one of ``VARIED``, smallest first, from the policy."""
+    from hypothesis import strategies as st
+
+    # Delays reach well past the slow-first-token threshold, so that both sides are drawn;
+    # Retry-After values well past what the policy honours.
+    delays = st.integers(0, math.ceil(policy.slow_first_token_ms * 3)).map(float)
+    table: dict[tuple[str, str], SearchStrategy[Any]] = {
+        ("quota", "retry_after"): st.one_of(
+            st.none(), st.integers(0, math.ceil(policy.max_retry_after * 2)).map(float)
+        ),
+        ("quota", "code"): st.sampled_from(("rate_limit_exceeded", "insufficient_quota")),
+        ("transient", "status"): st.sampled_from((503, 529, 500, 502)),
+        ("bad_tool_call", "how"): st.sampled_from(BAD_TOOL_CALL_HOWS),
+        ("slow_first_token", "ms"): delays,
+        ("latency", "ms"): delays,
+        ("stream_cut", "after"): st.integers(0, 5),
+        ("stream_cut", "how"): st.sampled_from(("cut", "error_event")),
+    }
+    return table[kind, name]
+
+
+def plans_of(targets: Sequence[Target], policy: Policy, max_faults: int) -> SearchStrategy[Any]:
+    """Plans of 1 to ``max_faults`` faults aimed at ``targets``, in canonical form."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def one(draw: Callable[[SearchStrategy[Any]], Any]) -> tuple[int, int, Fault]:
+        at = draw(st.integers(0, len(targets) - 1))
+        target = targets[at]
+        kind = draw(st.sampled_from(target.kinds()))
+        params = tuple(
+            (name, draw(param(kind, name, policy)))
+            for name in KINDS[kind].params
+            if (kind, name) in VARIED
+        )
+        nth = draw(st.integers(1, target.count + EXTRA_NTH))
+        fault = Fault(kind, params).on(kind=target.kind, name=target.name, nth=nth)
+        return at, nth, fault
+
+    return st.lists(one(), min_size=1, max_size=max_faults).map(canonical)
+
+
+def canonical(drawn: Sequence[tuple[int, int, Fault]]) -> FaultPlan:
+    """The plan of the drawn faults, by call and ``nth``; of two aimed at one call the first
+    drawn is kept (the second could never land), so equal plans are one plan."""
+    kept: dict[tuple[int, int], Fault] = {}
+    for at, nth, fault in drawn:
+        kept.setdefault((at, nth), fault)
+    return FaultPlan([kept[k] for k in sorted(kept)])
+
+
+def python_fault(fault: Fault) -> str:
+    """The fault as the Python that makes it: ``faults.quota(retry_after=2.0).on(…)``."""
+    defaults = {name: default for name, (_, default) in KINDS[fault.kind].params.items()}
+    args = ", ".join(
+        f"{name}={value!r}" for name, value in fault.params if defaults.get(name) != value
+    )
+    sel = fault.selector
+    on = {k: getattr(sel, k) for k in ("kind", "name", "nth") if getattr(sel, k) is not None}
+    where = ", ".join(f"{k}={v!r}" for k, v in on.items())
+    return f"faults.{fault.kind}({args}).on({where})"

@@ -1,0 +1,114 @@
+"""``faultdeck fork``: replay a cassette's first calls, then record the rest into a new one.
+
+It runs the program as ``record`` does (``FAULTDECK_*`` set, the deck from
+``fd.Deck.from_env()``, mode ``fork`` with ``FAULTDECK_FORK_PARENT`` and
+``FAULTDECK_FORK_AT``), and places the new cassette the same way: over ``-o`` only once the
+program exits 0, else kept beside it. The parent is only read. Bad input (a missing
+parent, a fork point beyond its calls, ``-o`` naming the parent) is said before any program
+runs, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import warnings
+
+import click
+
+from .._base import config as _config
+from .._base import terms
+from .._base.errors import CassetteWarning
+from .._base.words import plural
+from .._cassette import store
+from .._cassette.reader import interrupted_warning
+from .._cassette.writer import partial_path
+from .._deck.fork import AT_ENV, PARENT_ENV, ForkPoint, start_fork
+from ._child import location, no_report, run_child
+from ._common import Finding, cli, console
+from ._running import finished, unanswered
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--at",
+    type=click.IntRange(min=0),
+    required=True,
+    metavar="N",
+    help="Replay CASSETTE's calls with seq 1 to N (as `faultdeck show` numbers them); "
+    "every later call runs live.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    required=True,
+    metavar="NEW",
+    help="The new cassette: CASSETTE's first N calls, then what the program did live.",
+)
+def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
+    """Replay CASSETTE's first N calls, then run live and record into a new cassette.
+
+    The program creates its deck with fd.Deck.from_env(). Calls 1 to N must match
+    CASSETTE as a replay matches them (a miss fails the run); from N+1 every call runs
+    live. NEW starts with CASSETTE's calls 1 to N, so it replays on its own, and its
+    header names CASSETTE and N: `faultdeck diff CASSETTE NEW` compares from the fork
+    point, `faultdeck show NEW` draws the lineage. CASSETTE is never written; an existing
+    NEW is replaced only when the program exits 0.
+
+    \b
+    faultdeck fork runs/base.jsonl --at 3 -o runs/explore.jsonl -- python agent.py --try b
+    """
+    terms.use(terms.command_line(None, command))  # hints name the cassette they are about
+    if not command:
+        raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
+    if store.is_url(output):
+        raise click.UsageError(
+            f"-o {output}: a fork is written to a local file; fork into a path, then upload it"
+        )
+    if not store.is_url(cassette) and os.path.realpath(cassette) == os.path.realpath(output):
+        raise click.UsageError(
+            f"-o {output} is CASSETTE itself: a fork leaves its parent as it was; name a new file"
+        )
+    # A missing or corrupt parent, or a fork point beyond its calls: said before any run.
+    shared, _ = start_fork(
+        ForkPoint(cassette, at), root=_config.load_settings().root, option="--at "
+    )
+    if shared.interrupted:
+        warnings.warn(interrupted_warning(cassette), CassetteWarning, stacklevel=2)
+    partial = partial_path(os.path.realpath(output))
+    extra = {
+        "FAULTDECK_DEFER_REPLACE": "1",
+        "FAULTDECK_CASSETTE_CHECKED": "1",
+        PARENT_ENV: location(cassette),
+        AT_ENV: str(at),
+    }
+    code, report, stderr = run_child(command, output, "fork", extra=extra)
+    out = console()
+    if report is None:
+        out.print(no_report(command, code, stderr), markup=False)
+        raise Finding
+    placed = code == 0 and finished(partial)
+    if placed:
+        os.replace(partial, os.path.realpath(output))
+    written = output if placed or not os.path.exists(partial) else partial
+    out.print(
+        f"forked {cassette} at seq {at} into {output}: {plural(report['used'], 'call')} "
+        f"replayed, {report['live']} live",
+        markup=False,
+    )
+    lost = unanswered(report, written)
+    if lost:
+        click.echo(f"faultdeck: warning: {lost}", err=True)
+    if code != 0:
+        out.print(f"the program exited with {code}")
+        if os.path.exists(partial):
+            kept = "left as it was" if os.path.exists(output) else "not written"
+            again = f"faultdeck resume {output} -- {shlex.join(command)}"
+            out.print(
+                f"{output} was {kept}; the new recording is in {partial} (finish it with: {again})",
+                markup=False,
+            )
+        raise Finding

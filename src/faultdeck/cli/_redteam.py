@@ -1,0 +1,179 @@
+"""``faultdeck redteam``: search combined fault plans for the smallest that breaks the loop.
+
+Prints the minimal plan, the invariants it breaks and a pytest test that pins it, and
+writes the plan as a plan file (exit 1, a finding); exit 0 when the budget found none.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+import orjson
+
+from .._base.loading import load_attr
+from .._base.words import plural
+from .._judge.policy import Policy
+from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
+from ._progress import meter
+from ._rehearsing import BeforeTheProgram
+
+if TYPE_CHECKING:
+    from .._rehearse.redteam import Redteam
+
+
+@cli.command(cls=BeforeTheProgram)
+@click.argument("cassette", metavar="CASSETTE")
+@click.option(
+    "--entrypoint",
+    metavar="MODULE:FUNCTION",
+    help="A function (deck, clock) -> outcomes that runs the loop in-process.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(1, 1_000_000),
+    default=500,
+    show_default=True,
+    help="The most plans replayed, shrinking included.",
+)
+@click.option(
+    "--max-faults",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="The most faults in a plan.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The search's seed.")
+@click.option(
+    "--policy",
+    "policy_spec",
+    metavar="MODULE:NAME",
+    help="The Policy to judge by (default: the entrypoint module's POLICY).",
+)
+@click.option(
+    "--out",
+    "out_path",
+    default="redteam-plan.json",
+    show_default=True,
+    metavar="PLAN",
+    help="Where the minimal plan is written, as a plan file (only when one is found).",
+)
+@click.option("--quiet", is_flag=True, help="Show no progress on stderr.")
+@click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
+def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
+    cassette: str,
+    command: tuple[str, ...],
+    entrypoint: str | None,
+    budget: int,
+    max_faults: int,
+    seed: int,
+    policy_spec: str | None,
+    out_path: str,
+    quiet: bool,
+    fmt: str,
+) -> None:
+    """Search plans of up to --max-faults faults on CASSETTE for the smallest that breaks
+    an invariant.
+
+    Hypothesis draws plans (each fault aimed at a recorded call, of a kind that applies
+    there, with its parameters: Retry-After, delays, nth), replays the loop under each and
+    shrinks the first that breaks an invariant: fewest faults, earliest calls, smallest
+    parameters. Prints the plan, the broken invariants and a pytest test that pins them;
+    writes the plan to --out. Exit 1 when a plan was found, 0 when the budget found none.
+    Needs pip install 'faultdeck[redteam]'.
+
+    \b
+    faultdeck redteam golden.jsonl --entrypoint examples.workshop.rehearsal:retry_on_quota
+    faultdeck redteam golden.jsonl --budget 200 --seed 3 -- python agent.py
+    """
+    from .._rehearse.redteam import import_hypothesis
+    from .._rehearse.redteam import redteam as search
+
+    if (entrypoint is None) == (not command):
+        raise click.UsageError("give either --entrypoint MODULE:FUNCTION or -- CMD…, not both")
+    import_hypothesis()  # a missing extra is said before anything runs
+    check_cassette(cassette)
+    out_dir = os.path.dirname(os.path.abspath(out_path))
+    if not os.path.isdir(out_dir):
+        raise click.BadParameter(
+            f"{out_path}: the folder {out_dir} does not exist; create it or pick another path",
+            param_hint="--out",
+        )
+    # Entrypoints are named relative to where the command runs, as `python -m` would.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    policy = None
+    if policy_spec is not None:
+        found = load_attr(policy_spec, what="--policy", kind="POLICY")
+        if not isinstance(found, Policy):
+            raise click.UsageError(f"{policy_spec} is not a faultdeck Policy")
+        policy = found
+    with meter(noun="replays", failure=("finding", "findings"), live=False, quiet=quiet) as shown:
+        shown.begin(total=budget)
+        result = search(
+            cassette,
+            entrypoint,
+            command=command,
+            budget=budget,
+            max_faults=max_faults,
+            seed=seed,
+            policy=policy,
+            progress=shown,
+        )
+        shown.failed(int(result.found))
+        shown.end()
+    if result.plan is not None:
+        Path(out_path).write_bytes(orjson.dumps(result.plan.to_json(), option=orjson.OPT_INDENT_2))
+    if fmt == "json":
+        emit_json(
+            {
+                "found": result.found,
+                "replays": result.replays,
+                "budget": result.budget,
+                "seed": result.seed,
+                "plan": result.plan.to_json() if result.plan is not None else None,
+                "plan_file": out_path if result.found else None,
+                "violations": [str(v) for v in result.violations],
+                "invariants": sorted({v.invariant for v in result.violations}),
+                "pytest": result.pytest_snippet,
+            }
+        )
+    else:
+        _print_text(result, out_path, cassette, command)
+    if result.found:
+        raise Finding
+
+
+def _print_text(result: Redteam, out_path: str, cassette: str, command: tuple[str, ...]) -> None:
+    out = console()
+    tried = plural(result.replays, "plan")
+    if result.plan is None or result.cell is None:
+        out.print(
+            f"no plan broke an invariant: {result.replays} of the budget's "
+            f"{plural(result.budget, 'plan')} replayed (seed {result.seed})",
+            markup=False,
+        )
+        return
+    out.print(
+        f"✗ a plan of {plural(len(result.plan), 'fault')} breaks the loop "
+        f"({tried} replayed, seed {result.seed}):",
+        markup=False,
+    )
+    for fault in result.plan.faults:
+        sel = fault.selector
+        out.print(f"    {fault.describe()} at {sel.kind} {sel.name} (call {sel.nth})", markup=False)
+    out.print("violated:", markup=False)
+    for violation in result.violations:
+        out.print(f"    {violation}", markup=False)
+    if result.cell.detail:
+        out.print(f"outcomes: {result.cell.detail}", markup=False)
+    out.print(f"plan written to {out_path}", markup=False)
+    if result.pytest_snippet is not None:
+        out.print("pin it in pytest:\n", markup=False)
+        out.print(result.pytest_snippet, markup=False)
+    else:
+        again = f"faultdeck rehearse {cassette} --faults {out_path} -- {' '.join(command)}"
+        out.print(f"pin it with: {again}", markup=False)

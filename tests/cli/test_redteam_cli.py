@@ -1,0 +1,132 @@
+"""``faultdeck redteam`` run as a user runs it: exit codes, the plan file, the pytest test it
+prints (run for real), progress on stderr, bad input, Hypothesis missing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import faultdeck as fd
+from tests.support import GOLDEN, ROOT, SRC
+from tests.support.children import child_env
+
+ENTRY = "examples.workshop.rehearsal"
+
+
+def run(*args: str, cwd: Path, python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``faultdeck ARGS`` in ``cwd``, with the repository's examples importable."""
+    env = child_env(COLUMNS="120")
+    env["PYTHONPATH"] = f"{SRC}:{ROOT}"
+    command = [sys.executable, *python] if python else [sys.executable, "-m", "faultdeck"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+def test_a_broken_loop_is_a_finding_with_its_plan_file_and_its_test(tmp_path: Path) -> None:
+    done = run("redteam", str(GOLDEN), "--entrypoint", f"{ENTRY}:drops_partial_work", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "✗ a plan of 1 fault breaks the loop" in done.stdout
+    assert "quota at model chat (call 2)" in done.stdout
+    assert "partial_work: op 'plan'" in done.stdout
+    assert "@pytest.mark.faultdeck(" in done.stdout
+    assert "assert_invariants(" in done.stdout
+    assert "replays, 1 finding" in done.stderr  # the meter's last line (not a terminal)
+    plan = fd.FaultPlan.load(tmp_path / "redteam-plan.json")
+    assert [f.describe() for f in plan.faults] == ["quota"]
+    assert plan.faults[0].selector.nth == 2
+
+
+def test_the_printed_test_fails_on_the_broken_loop_and_passes_on_the_good_one(
+    tmp_path: Path,
+) -> None:
+    done = run(
+        "redteam", str(GOLDEN), "--entrypoint", f"{ENTRY}:drops_partial_work",
+        "--format", "json", "--quiet", "--out", "plan.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == ""
+    found = json.loads(done.stdout)
+    assert found["invariants"] == ["partial_work"]
+    assert found["plan_file"] == "plan.json"
+    (tmp_path / "test_broken.py").write_text(found["pytest"], "utf-8")
+    good = found["pytest"].replace("drops_partial_work as entrypoint", "good as entrypoint")
+    (tmp_path / "test_fixed.py").write_text(good, "utf-8")
+    pytest_run = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+    broken = run("test_broken.py", cwd=tmp_path, python=pytest_run)
+    assert broken.returncode == 1
+    assert "partial_work" in broken.stdout
+    fixed = run("test_fixed.py", cwd=tmp_path, python=pytest_run)
+    assert fixed.returncode == 0, fixed.stdout
+
+
+def test_the_good_loop_exits_0_and_writes_nothing(tmp_path: Path) -> None:
+    done = run(
+        "redteam", str(GOLDEN), "--entrypoint", f"{ENTRY}:good", "--budget", "60", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no plan broke an invariant" in done.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("missing.jsonl", "--entrypoint", f"{ENTRY}:good"), "missing.jsonl"),
+        ((str(GOLDEN),), "give either --entrypoint"),
+        ((str(GOLDEN), "--entrypoint", f"{ENTRY}:nope"), "has no 'nope'"),
+        ((str(GOLDEN), "--entrypoint", f"{ENTRY}:good", "--budget", "0"), "--budget"),
+        ((str(GOLDEN), "--entrypoint", f"{ENTRY}:good", "--out", "no/such/p.json"), "--out"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_written(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    done = run("redteam", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("faultdeck: error: ")
+    assert said in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_hypothesis_it_says_what_to_install(tmp_path: Path) -> None:
+    # An import of a module set to None in sys.modules fails, as if it were not installed.
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "from faultdeck.cli import main\n"
+        f"sys.exit(main(['redteam', {str(GOLDEN)!r}, '--entrypoint', '{ENTRY}:good']))\n"
+    )
+    done = run(cwd=tmp_path, python=("-c", code))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "faultdeck: error: redteam needs hypothesis: pip install 'faultdeck[redteam]'"
+    )
+
+
+def test_a_command_is_searched_and_pinned_with_rehearse(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import faultdeck as fd\n"
+        "from examples.workshop import broken\n"
+        "from faultdeck.workshop import POLICY, Workshop\n"
+        "with fd.Deck.from_env() as deck:\n"
+        "    Workshop(deck).run(POLICY, clock=deck.clock, runner=broken.retry_on_quota)\n",
+        "utf-8",
+    )
+    args = ("--budget", "20", "--quiet", "--", sys.executable, str(agent))
+    done = run("redteam", str(GOLDEN), *args, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "call_budget" in done.stdout
+    assert f"pin it with: faultdeck rehearse {GOLDEN} --faults redteam-plan.json" in done.stdout
+    again = run(
+        "rehearse", str(GOLDEN), "--faults", "redteam-plan.json", "--quiet",
+        "--", sys.executable, str(agent), cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 1
+    assert "call_budget" in again.stdout
