@@ -7,19 +7,16 @@ writes the plan as a plan file (exit 1, a finding); exit 0 when the budget found
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 import orjson
 
-from .._base.loading import load_attr
 from .._base.words import plural
-from .._judge.policy import Policy
 from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
 from ._progress import meter
-from ._rehearsing import BeforeTheProgram
+from ._rehearsing import BeforeTheProgram, entry_policy
 
 if TYPE_CHECKING:
     from .._rehearse.redteam import Redteam
@@ -102,15 +99,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
             f"{out_path}: the folder {out_dir} does not exist; create it or pick another path",
             param_hint="--out",
         )
-    # Entrypoints are named relative to where the command runs, as `python -m` would.
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    policy = None
-    if policy_spec is not None:
-        found = load_attr(policy_spec, what="--policy", kind="POLICY")
-        if not isinstance(found, Policy):
-            raise click.UsageError(f"{policy_spec} is not a faultdeck Policy")
-        policy = found
+    policy = entry_policy(policy_spec)
     with meter(noun="replays", failure=("finding", "findings"), live=False, quiet=quiet) as shown:
         shown.begin(total=budget)
         result = search(

@@ -105,15 +105,7 @@ def rehearse(
     for path in paths:
         load(path)  # every cassette read before any runs: a bad one is an input error
     plans = None if faults_ == "all" else {Path(faults_).stem: FaultPlan.load(faults_)}
-    # Entrypoints are named relative to where the command runs, as `python -m` would.
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    policy = None
-    if policy_spec is not None:
-        found = load_attr(policy_spec, what="--policy", kind="POLICY")
-        if not isinstance(found, Policy):
-            raise click.UsageError(f"{policy_spec} is not a faultdeck Policy")
-        policy = found
+    policy = entry_policy(policy_spec)
     how = Rehearsal(entrypoint, command, plans, policy, running)
     matrices = rehearse_each(paths, how, several=several)
     out = console()
@@ -265,3 +257,16 @@ def demo() -> None:
 
     if run_demo() != 0:
         raise Finding
+
+
+def entry_policy(policy_spec: str | None) -> Policy | None:
+    """The ``--policy`` a command was given, loaded (``None`` for none); entrypoints and
+    policies are named relative to where the command runs, as ``python -m`` would."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    if policy_spec is None:
+        return None
+    found = load_attr(policy_spec, what="--policy", kind="POLICY")
+    if not isinstance(found, Policy):
+        raise click.UsageError(f"{policy_spec} is not a faultdeck Policy")
+    return found
