@@ -11,6 +11,10 @@ STAMP := $(VENV)/.installed
 # The lowest and the highest Python the package claims (pyproject.toml's classifiers): the
 # suite runs on each, in .venv for the one `$(PY)` is and in .venv-X.Y for the others.
 PYTHONS := 3.11 3.13
+# Python may write its bytecode caches (a shell with PYTHONDONTWRITEBYTECODE set forbids it):
+# without them every Python the suite starts, and pytest's assertion rewriting of each
+# plugin, compiles its modules again, seconds per process.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-pythons lint browser bench clean
 
