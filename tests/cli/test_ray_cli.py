@@ -51,12 +51,12 @@ def test_replay_repeat_on_a_local_ray(tmp_path: Path) -> None:
     recorded = faultdeck("record", str(cassette), "--", sys.executable, str(agent))
     assert recorded.returncode == 0, recorded.stderr
     done = faultdeck(
-        "replay", str(cassette), "--repeat", "3", "--executor", "ray", "--format", "json",
+        "replay", str(cassette), "--repeat", "2", "--executor", "ray", "--format", "json",
         "--", sys.executable, str(agent),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout)
-    assert (result["runs"], result["passed"], result["flaky"]) == (3, 3, False)
+    assert (result["runs"], result["passed"], result["flaky"]) == (2, 2, False)
 
 
 def test_without_ray_the_executor_says_how_to_install_it() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,13 +56,21 @@ POLICY = fd.Policy(max_attempts=3, base_delay=0.5, max_delay=2, max_total_wait=1
 MCP_ROWS = ("tool error", "malformed result", "disconnect", "timeout")
 
 
-@pytest.fixture
-def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """The agent's program and its recording, made through ``faultdeck record``."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join((SRC, str(ROOT))))
-    program = tmp_path / "agent.py"
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """The agent's program and its recording, made through ``faultdeck record`` once for
+    the module (the tests only read them), with the program's imports on PYTHONPATH."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join((SRC, str(ROOT))))
+        folder = tmp_path_factory.mktemp("weather")
+        yield record(folder)
+
+
+def record(folder: Path) -> tuple[Path, Path]:
+    """The careful agent written into ``folder``, and its run recorded there."""
+    program = folder / "agent.py"
     program.write_text("NAIVE = False\n" + AGENT, "utf-8")
-    cassette = tmp_path / "weather.jsonl"
+    cassette = folder / "weather.jsonl"
     done = subprocess.run(
         [
             sys.executable,

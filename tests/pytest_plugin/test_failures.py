@@ -8,9 +8,14 @@ from collections.abc import Iterator
 import pytest
 
 import faultdeck as fd
+from tests.support import sdk  # noqa: F401  (imported once here, see below)
 from tests.support.fake_upstream import Upstream
 
 # -- a miss through the openai SDK --------------------------------------------------------
+
+# The inner tests import tests.support.sdk, and with it the openai and anthropic SDKs.
+# pytester takes back the modules an in-process session imported; imported here first, they
+# stay, and each inner session uses them as they are instead of importing them anew.
 
 AGENT = """
 from tests.support.sdk import OPENAI_MODEL, openai_sync

@@ -19,6 +19,8 @@ import faultdeck as fd
 
 # Generous: a bound on a hung inner session, not a measure of speed.
 TIMEOUT = 600
+# The inner tests use no hypothesis; its plugin costs each inner session about a second.
+QUIET = ("-p", "no:hypothesispytest")
 TESTS = [f"test_agent.py::test_square[{n}]" for n in range(6)]
 
 AGENT = """
@@ -60,7 +62,7 @@ def agent(
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """An inner session with two workers."""
-    return pytester.runpytest_subprocess("-n", "2", *args, timeout=TIMEOUT)
+    return pytester.runpytest_subprocess(*QUIET, "-n", "2", *args, timeout=TIMEOUT)
 
 
 def recorded(pytester: pytest.Pytester) -> None:
@@ -169,7 +171,7 @@ def test_the_summary_gathers_the_decks_of_both_workers(pytester: pytest.Pytester
 def test_the_summary_without_xdist(pytester: pytest.Pytester) -> None:
     recorded(pytester)
     agent(pytester, dropped=(1,))
-    result = pytester.runpytest_subprocess("-p", "no:xdist", timeout=TIMEOUT)
+    result = pytester.runpytest_subprocess(*QUIET, "-p", "no:xdist", timeout=TIMEOUT)
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(
         ["*= faultdeck =*", "test_agent.py::test_square[[]1[]]: 0 missed, 1 unused, 0 repeated (*)"]
