@@ -23,11 +23,18 @@ timed on an evenly spaced sample of the N requests against the whole N-call cass
 i-th request's cost depends only on i (the interactions before it never match its body,
 played or not), so the sample's mean per call estimates the whole loop's; at the smallest
 N both are timed, to show how close the estimate comes.
+
+With its default matchers every recorded request matches every request (one URL), and
+vcrpy plays the first one not played yet: the i-th request walks past the i already
+played, twice. Its cost depends only on which are played, so a sample sets the cassette's
+play counts (``Cassette.play_counts``) to the state after i requests in order before
+sending the i-th; at one size both the full loop and a sample are timed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +57,18 @@ AGENTTAPE = "agenttape"
 VCR_DEFAULT = "vcrpy, default matchers"
 VCR_BODY = "vcrpy, + body matcher"
 VCR_BODY_SAMPLED = "vcrpy, + body matcher, sampled"
-CONTENDERS = (FAULTDECK, FLOOR, AGENTTAPE, VCR_DEFAULT, VCR_BODY, VCR_BODY_SAMPLED)
+VCR_DEFAULT_SAMPLED = "vcrpy, default matchers, sampled"
+CONTENDERS = (
+    FAULTDECK,
+    FLOOR,
+    AGENTTAPE,
+    VCR_DEFAULT,
+    VCR_DEFAULT_SAMPLED,
+    VCR_BODY,
+    VCR_BODY_SAMPLED,
+)
+SAMPLED = {VCR_DEFAULT: VCR_DEFAULT_SAMPLED, VCR_BODY: VCR_BODY_SAMPLED}
+"""Each vcrpy contender and its sampled estimate."""
 
 _BODY_MATCH = ["method", "scheme", "host", "port", "path", "query", "body"]
 _UNPATCHED = (
@@ -73,6 +91,8 @@ class Plan:
             smaller sizes, run before them in the same process, have warmed its code.
         body_full: sizes at which vcrpy with body matching replays all N calls.
         body_sample: sizes at which it is (also) timed on this many evenly spaced calls.
+        default_full: sizes at which vcrpy with its default matchers replays all N calls.
+        default_sample: sizes at which it is (also) timed on this many evenly spaced calls.
     """
 
     sizes: tuple[int, int, int]
@@ -82,6 +102,8 @@ class Plan:
     vcr_warmup: frozenset[int]
     body_full: frozenset[int]
     body_sample: Mapping[int, int]
+    default_full: frozenset[int]
+    default_sample: Mapping[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,20 +136,42 @@ def _contenders(plan: Plan, rec: Recorded) -> list[Contender]:
         Contender(FAULTDECK, lambda: _faultdeck(rec)),
         Contender(FLOOR, lambda: _floor(rec)),
         Contender(AGENTTAPE, lambda: _agenttape(rec)),
-        Contender(VCR_DEFAULT, lambda: _vcrpy(rec, None, rec.bodies), plan.default_reps[n], warm),
     ]
-    if n in plan.body_full:
-        found.append(Contender(VCR_BODY, lambda: _vcrpy(rec, _BODY_MATCH, rec.bodies), reps, warm))
-    sample = plan.body_sample.get(n)
+    everyone = range(n)
+    default_reps = plan.default_reps[n]
+    if n in plan.default_full:
+        found.append(
+            Contender(VCR_DEFAULT, lambda: _vcrpy(rec, None, everyone), default_reps, warm)
+        )
+    sample = plan.default_sample.get(n)
     if sample:
-        step = n / sample
-        bodies = [rec.bodies[int(step * k + step / 2)] for k in range(sample)]
+        picked = _spaced(n, sample)
         found.append(
             Contender(
-                VCR_BODY_SAMPLED, lambda: _vcrpy(rec, _BODY_MATCH, bodies), reps, warm, sample
+                VCR_DEFAULT_SAMPLED,
+                lambda: _vcrpy(rec, None, picked, played=True),
+                default_reps,
+                warm,
+                sample,
+            )
+        )
+    if n in plan.body_full:
+        found.append(Contender(VCR_BODY, lambda: _vcrpy(rec, _BODY_MATCH, everyone), reps, warm))
+    sample = plan.body_sample.get(n)
+    if sample:
+        spaced = _spaced(n, sample)
+        found.append(
+            Contender(
+                VCR_BODY_SAMPLED, lambda: _vcrpy(rec, _BODY_MATCH, spaced), reps, warm, sample
             )
         )
     return found
+
+
+def _spaced(n: int, sample: int) -> list[int]:
+    """``sample`` evenly spaced requests of ``n``: the mid-points of equal strides."""
+    step = n / sample
+    return [int(step * k + step / 2) for k in range(sample)]
 
 
 def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]:
@@ -153,10 +197,10 @@ def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]
         ("1.7", "body matching", large, 50),
     ):
         ours = results[n][FAULTDECK]
-        peer = VCR_DEFAULT if matching == "default matchers" else _body(results[n])
+        peer = _full_or_sampled(results[n], VCR_DEFAULT if "default" in matching else VCR_BODY)
         theirs = results[n][peer]
         runs = f"vcrpy {theirs.reps}, faultdeck {ours.reps}"
-        if peer == VCR_BODY_SAMPLED:
+        if peer in SAMPLED.values():
             runs += f"; vcrpy timed on {theirs.per_run:,} evenly spaced calls of {n:,}"
         found.append(
             at_least(
@@ -205,15 +249,15 @@ def details(results: Mapping[int, Mapping[str, Timing]]) -> tuple[list[str], lis
             if timing is None:
                 cells.append("—")
             else:
-                sampled = f", {timing.per_run:,} calls" if name == VCR_BODY_SAMPLED else ""
+                sampled = f", {timing.per_run:,} calls" if name in SAMPLED.values() else ""
                 cells.append(f"{timing.per_op_us:,.1f} ({timing.reps}{sampled})")
         rows.append([name, *cells])
     return header, rows
 
 
-def _body(timings: Mapping[str, Timing]) -> str:
-    """The body-matching figure a goal uses: the full run's when there is one."""
-    return VCR_BODY if VCR_BODY in timings else VCR_BODY_SAMPLED
+def _full_or_sampled(timings: Mapping[str, Timing], full: str) -> str:
+    """The vcrpy figure a goal uses: the full run's when there is one, else its sample's."""
+    return full if full in timings else SAMPLED[full]
 
 
 def _us(timing: Timing) -> str:
@@ -313,15 +357,35 @@ def _agenttape(rec: Recorded) -> Iterator[Body]:
 
 
 @contextmanager
-def _vcrpy(rec: Recorded, match_on: list[str] | None, bodies: list[bytes]) -> Iterator[Body]:
+def _vcrpy(
+    rec: Recorded, match_on: list[str] | None, which: Sequence[int], *, played: bool = False
+) -> Iterator[Body]:
+    """vcrpy replaying the requests ``which`` (indices into the recorded N); ``played``: each
+    goes out with the cassette's play counts as N in order would have left them before it
+    (the state is made before the timed loop, put in place by one assignment in it)."""
     recorder = vcr.VCR(record_mode="none", **({"match_on": match_on} if match_on else {}))
+    bodies = [rec.bodies[i] for i in which]
     with (
         httpx.Client(trust_env=False) as client,
         recorder.use_cassette(str(rec.vcrpy)) as cassette,
     ):
-        yield _loop(client, rec.url, bodies)
-        if cassette.play_count != len(bodies):
-            raise AssertionError(f"vcrpy played {cassette.play_count} of {len(bodies)} calls")
+        if not played:
+            yield _loop(client, rec.url, bodies)
+            if cassette.play_count != len(bodies):
+                raise AssertionError(f"vcrpy played {cassette.play_count} of {len(bodies)} calls")
+        else:
+            states = [Counter(dict.fromkeys(range(i), 1)) for i in which]
+            url, post = rec.url, client.post
+
+            def replay() -> None:
+                for state, content in zip(states, bodies, strict=True):
+                    cassette.play_counts = state
+                    post(url, content=content, headers=REQUEST_HEADERS)
+
+            yield replay
+            wrong = [i for i, state in zip(which, states, strict=True) if state[i] != 1]
+            if wrong or any(sum(s.values()) != i + 1 for i, s in zip(which, states, strict=True)):
+                raise AssertionError(f"vcrpy did not play requests {wrong} as the i-th call")
     _check_unpatched()
 
 

@@ -56,7 +56,9 @@ FULL = Sizes(
         body_reps={100: 3, 500: 1, 2000: 1},
         vcr_warmup=frozenset({100}),
         body_full=frozenset({100}),
-        body_sample={100: 20, 500: 50, 2000: 50},
+        body_sample={100: 20, 500: 50, 2000: 25},
+        default_full=frozenset({100, 500}),
+        default_sample={500: 50, 2000: 50},
     ),
     calls=deck_call.Plan(small_calls=5000, large_calls=500, reps=11),
     peers=peers.Plan(sizes=(100, 2000), reps={100: 21, 2000: 11}),
@@ -66,7 +68,7 @@ FULL = Sizes(
     replays=300,
     replay_reps=7,
     serve=serve.Plan(calls=200, reps=7),
-    scale=scale.Plan(calls=4, repeat=10, reps=1),
+    scale=scale.Plan(calls=3, repeat=6, reps=1),
 )
 """The sizes the goals speak of."""
 
@@ -79,6 +81,8 @@ QUICK = Sizes(
         vcr_warmup=frozenset({5}),
         body_full=frozenset({5}),
         body_sample={5: 2, 8: 4, 10: 5},
+        default_full=frozenset({5, 8}),
+        default_sample={8: 4, 10: 5},
     ),
     calls=deck_call.Plan(
         small_calls=10, large_calls=5, reps=1, big_calls=50, big_reps=1, base_calls=5, base_reps=1
@@ -90,7 +94,7 @@ QUICK = Sizes(
     replays=6,
     replay_reps=1,
     serve=serve.Plan(calls=5, reps=1),
-    scale=scale.Plan(calls=1, repeat=2, reps=1, ray=False),
+    scale=scale.Plan(calls=1, repeat=2, reps=1, ray=False, few=True, heavy=False),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
@@ -203,8 +207,28 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
             "the sample's mean per call estimates the full loop's."
             + (
                 f" At N={checked:,} both the full loop and a sample are timed, to show how "
-                "close the estimate comes" + _closeness(http_results.get(checked, {}))
+                "close the estimate comes"
+                + _closeness(http_results.get(checked, {}), http_replay.VCR_BODY)
                 if checked is not None
+                else ""
+            )
+        )
+    sampled = sorted(http.default_sample)
+    if sampled:
+        both = min(http.default_full & set(sampled), default=None)
+        notes.append(
+            "vcrpy with its default matchers at N="
+            + ", ".join(f"{n:,}" for n in sampled if n not in http.default_full)
+            + f" is timed on {http.default_sample[sampled[-1]]:,} evenly spaced requests too. "
+            "With those matchers every recorded request matches every request (one URL) and "
+            "vcrpy plays the first one not yet played, so the i-th request's cost depends only "
+            "on which are played: before each sampled request the cassette's play counts "
+            "(Cassette.play_counts) are set to the state the i requests before it leave, "
+            "prepared outside the timed loop and put in place by one assignment inside it."
+            + (
+                f" At N={both:,} both the full loop and a sample are timed"
+                + _closeness(http_results.get(both, {}), http_replay.VCR_DEFAULT)
+                if both is not None
                 else ""
             )
         )
@@ -243,9 +267,9 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
     return notes
 
 
-def _closeness(timings: dict[str, Timing]) -> str:
-    full = timings.get(http_replay.VCR_BODY)
-    sample = timings.get(http_replay.VCR_BODY_SAMPLED)
+def _closeness(timings: dict[str, Timing], name: str) -> str:
+    full = timings.get(name)
+    sample = timings.get(http_replay.SAMPLED[name])
     if full is None or sample is None:
         return "."
     off = sample.per_op_us / full.per_op_us - 1

@@ -22,12 +22,21 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .._base.config import OnInDoubt
-from .._base.errors import ArgumentError, ProcessKilled, SideEffectBlocked
+from .._base.errors import (
+    ArgumentError,
+    CassetteCorrupt,
+    ConfigError,
+    ProcessKilled,
+    SideEffectBlocked,
+)
 from .._cassette.errorjson import error_from_json, error_to_json, unreached
-from .._cassette.lines import http_answer_problem
+from .._cassette.format import Entry
+from .._cassette.lines import RESTORE, http_answer_problem
 from .._keys.fields import ABSENT
 from .._keys.outputs import check_json
 from .._keys.stored import store_output
+from ..faults import Fault
+from ..faults import from_json as fault_from_json
 from .answering import Answering, number
 from .miss import in_doubt
 from .report import CallRecord, Source
@@ -255,12 +264,21 @@ class Call(Answering):
             self._put("error", self.store("error", error_to_json(exc)), ms)
 
 
-Logged = tuple[Call, Source, "int | None", float, "str | None", "float | None", "str | None", bool]
-"""A log line as the deck keeps it while calls run."""
+Logged = (
+    tuple[Call, Source, "int | None", float, "str | None", "float | None", "str | None", bool]
+    | tuple[int, str, str, str, Any, float, Entry]
+)
+"""A log line as the deck keeps it while calls run: a call and how it ended, or a clean
+replay's (seq, kind, name, key, step, started, the entry that answered it)."""
 
 
 def as_record(logged: Logged) -> CallRecord:
     """The ``CallRecord`` of a log line."""
+    if len(logged) == 7:  # a clean replay (``clean.py``): answered with a recorded value
+        seq, kind, name, key, step, started, entry = logged
+        return CallRecord(
+            seq, kind, name, key, "replay", entry.seq, entry.ms, None, None, step, started
+        )
     call, source, recorded_seq, ms, error, retry_after, code, partial = logged
     return CallRecord(
         call.seq,
@@ -280,3 +298,11 @@ def as_record(logged: Logged) -> CallRecord:
         # Streamed (live, or as recorded): what a rehearsal reads to place the stream faults.
         call.streamed or (call.recorded is not None and call.recorded.result == "stream"),
     )
+
+
+def recorded_fault(entry: Entry, where: str) -> Fault:
+    """The fault a recorded call carries, read from its line in ``where``."""
+    try:
+        return fault_from_json(entry.fault, where=f"seq {entry.seq}: fault")
+    except ConfigError as exc:
+        raise CassetteCorrupt(where, entry.line or None, str(exc), RESTORE) from None

@@ -15,8 +15,10 @@ from .._base.clock import Clock
 from .._base.config import ON_IN_DOUBT, Latency, OnInDoubt, check_choice
 from .._base.context import idempotency
 from .._base.errors import ReplayMiss
+from .._cassette.format import Entry
 from .._cassette.session import hash_value
 from .._keys.canonical import SCHEMA_DEFAULT
+from .._keys.fields import ABSENT
 from .._keys.redact import Redactor
 from .call import Call
 from .run import Run
@@ -80,6 +82,31 @@ class Calls:
         """
         return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
 
+    def _replayed(self, kind: str, name: str, args: Any, schema: str, step: Any) -> Any:
+        """A plain replay's value by the short route (``clean.py``), or ``ABSENT``: then
+        ``begin`` decides (also when each call is to take its recorded time)."""
+        if self._latency == "recorded":
+            return ABSENT
+        return self._run.replay_clean(kind, name, args, schema, step)
+
+    def take_recorded(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        accept: Callable[[Entry], bool],
+        *,
+        learn: Callable[[Any], Any] | None = None,
+    ) -> Entry | None:
+        """``begin`` and ``call.answered()`` in one step, for a plain replay (no fault
+        recorded, none of the plan's faults can land on the call) whose recorded call
+        ``accept`` says its caller answers as recorded; the call is logged as replayed.
+        ``None``, with nothing done, whenever ``begin`` must decide the call instead (a
+        miss, a key that needs redaction, an answer the caller would judge). ``learn``: the
+        part of the recorded value whose ids later calls may send back (see ``answered``'s
+        ``learn``), the whole by default."""
+        return self._run.take_clean(kind, name, args, SCHEMA_DEFAULT, None, accept, learn)
+
     def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()
         self,
         kind: str,
@@ -123,6 +150,9 @@ class Calls:
         """
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
+        found = self._replayed(kind, name, args, schema_version, step)
+        if found is not ABSENT:
+            return cast(T, found)
         # begin() without its keyword arguments: the replay path is hot.
         call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         # inject() and replay() record how the call ended themselves; only a live run needs
@@ -161,6 +191,9 @@ class Calls:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
+        found = self._replayed(kind, name, args, schema_version, step)
+        if found is not ABSENT:
+            return cast(T, found)
         # begin() without its keyword arguments: the replay path is hot.
         call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         if call.fault is not None:

@@ -29,7 +29,6 @@ from .._base.config import Durability
 from .._base.context import current_step
 from .._base.errors import (
     ArgumentError,
-    CassetteCorrupt,
     CassetteWarning,
     ConfigError,
     HarnessChanged,
@@ -37,17 +36,16 @@ from .._base.errors import (
     warn,
 )
 from .._cassette import store
-from .._cassette.format import Entry, Intent, Recording
-from .._cassette.lines import RESTORE
+from .._cassette.format import Intent, Recording
 from .._cassette.reader import interrupted_warning, load, load_shared
 from .._cassette.session import CassetteSession, make_header
 from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
 from .._keys.redact import Redactor
-from ..faults import CallInfo, Fault, FaultRun
-from ..faults import from_json as fault_from_json
-from .call import Call, Logged, as_record
+from ..faults import CallInfo, FaultRun
+from .call import Call, Logged, as_record, recorded_fault
+from .clean import CleanReplay
 from .fork import ForkPoint, start_fork
 from .index import ReplayIndex
 from .miss import build_miss
@@ -58,7 +56,7 @@ _REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
 
 
-class Run:
+class Run(CleanReplay):
     """A deck's run: its cassette, its calls' decisions and its log, under one lock.
 
     Its state is read and changed under one lock (an ``RLock``), so a deck can be shared
@@ -129,6 +127,7 @@ class Run:
         self._begun = 0
         self._unseen = 0  # of those seqs, how many left no line (numbered, never written)
         self._faulted = False  # whether any recorded call carries a fault
+        self.clean = False  # replaying, no fault recorded: ``replay_clean`` may answer
         self._match = match
         self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
         self.clock = clock
@@ -164,6 +163,7 @@ class Run:
             self.mode = mode
             if mode == "replay":
                 self._use(load_shared(self.path))  # a rehearsal reads it once
+                self.clean = not self._faulted
             elif mode in ("record", "append", "resume", "fork"):
                 if self._copy is not None:  # the run writes a local copy; the lock is on it
                     local = self._copy.make(fetch=exists and mode in ("append", "resume"))
@@ -304,7 +304,7 @@ class Run:
             if head is not None and head.fault is not None:
                 # Recorded under a fault: the answer already carries it, whatever the plan.
                 call.recorded = self.index.take(key, seq)
-                call.fault = self._recorded_fault(head)
+                call.fault = recorded_fault(head, self.where)
                 call.fault_applied = True
                 call.write = False
                 return call
@@ -351,12 +351,6 @@ class Run:
         name = self.redactor.redact_text(name)
         norm = normalizer.args(kind, name, args, ids)
         return name, norm, make_key(kind, name, norm, schema)
-
-    def _recorded_fault(self, entry: Entry) -> Fault:
-        try:
-            return fault_from_json(entry.fault, where=f"seq {entry.seq}: fault")
-        except ConfigError as exc:
-            raise CassetteCorrupt(self.where, entry.line or None, str(exc), RESTORE) from None
 
     def _miss(self, call: Call) -> ReplayMiss:
         self.log.append((call, "miss", None, 0.0, None, None, None, False))

@@ -197,6 +197,25 @@ class FaultRun:
         """The plan this run follows."""
         return self._plan
 
+    def passes(self, seq: int, kind: str, name: str) -> bool:
+        """Whether no fault can land on this call: each is used up, or its selector names
+        another seq, kind or name. ``pick`` would then give ``None`` and count nothing, so
+        a caller may skip it. A run whose ``pick`` brings faults of its own says so here
+        too (the server's per-request fault does)."""
+        with self._lock:
+            return all(self._rules_out(i, seq, kind, name) for i in range(len(self._used)))
+
+    def _rules_out(self, i: int, seq: int, kind: str, name: str) -> bool:
+        """Whether fault ``i`` is used up, or its selector names another seq, kind or name:
+        it does not even count the call."""
+        sel = self._plan.faults[i].selector
+        return (
+            (sel.times is not None and self._used[i] >= sel.times)
+            or (sel.seq is not None and sel.seq != seq)
+            or (sel.kind is not None and sel.kind != kind)
+            or (sel.name is not None and not fnmatchcase(name, sel.name))
+        )
+
     def pick(self, call: CallInfo) -> Fault | None:
         """The fault to inject at ``call``, or ``None``; counts the call either way.
 
@@ -208,16 +227,10 @@ class FaultRun:
         with self._lock:
             winner: int | None = None
             for i, fault in enumerate(self._plan.faults):
-                sel = fault.selector
-                if (
-                    (sel.times is not None and self._used[i] >= sel.times)
-                    or (sel.seq is not None and sel.seq != call.seq)
-                    or (sel.kind is not None and sel.kind != call.kind)
-                    or (sel.name is not None and not fnmatchcase(call.name, sel.name))
-                ):
+                if self._rules_out(i, call.seq, call.kind, call.name):
                     continue
                 self._seen[i] += 1
-                if winner is None and _accepts(sel, self._seen[i], call.seq, seed):
+                if winner is None and _accepts(fault.selector, self._seen[i], call.seq, seed):
                     winner = i
             if winner is None:
                 return None

@@ -112,6 +112,9 @@ class Transport(_Base, _SyncBases):
     def handle_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
         exchange = Exchange(self, request, request.read())
+        replayed = exchange.replay_plain()
+        if replayed is not None:
+            return replayed
         step = exchange.first_step(stream_types(self.httpx)[0])
         self.deck.clock.advance(step.delay)
         if step.response is not None:
@@ -147,6 +150,9 @@ class AsyncTransport(_Base, _AsyncBases):
     async def handle_async_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
         exchange = Exchange(self, request, await request.aread())
+        replayed = exchange.replay_plain()
+        if replayed is not None:
+            return replayed
         step = exchange.first_step(stream_types(self.httpx)[1])
         await self.deck.clock.aadvance(step.delay)
         if step.response is not None:

@@ -85,3 +85,6 @@ class _RequestRun(FaultRun):
     def pick(self, call: CallInfo) -> Fault | None:
         own = _REQUEST.get()
         return own if own is not None else super().pick(call)
+
+    def passes(self, seq: int, kind: str, name: str) -> bool:
+        return _REQUEST.get() is None and super().passes(seq, kind, name)
