@@ -2,6 +2,7 @@
 
     warm-up: each contender runs once, untimed (a slow peer may skip it)
     repetition r: A, B, C … each prepared (untimed), run (timed, gc off), torn down (untimed)
+    the objects alive when it starts are frozen (gc.freeze) until it ends
     result: each contender's samples; comparisons use their medians
 
 Taking turns spreads drift (frequency scaling, a neighbour's load, a warming cache) over
@@ -86,14 +87,22 @@ def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> d
         per_run: how many operations one run does, for per-operation figures (a
             contender's own ``per_run`` overrides it).
     """
-    for contender in contenders:
-        if contender.warmup:
-            _run(contender)
-    samples: dict[str, list[int]] = {c.name: [] for c in contenders}
-    for rep in range(reps):
+    # What is alive now (cassettes loaded, peers' state) stays alive: frozen, the collection
+    # before each timed run looks only at what came since, instead of walking it all again
+    # (a tenth of a second per run). The timed sections run with the collector off anyway.
+    gc.collect()
+    gc.freeze()
+    try:
         for contender in contenders:
-            if contender.reps is None or rep < contender.reps:
-                samples[contender.name].append(_run(contender))
+            if contender.warmup:
+                _run(contender)
+        samples: dict[str, list[int]] = {c.name: [] for c in contenders}
+        for rep in range(reps):
+            for contender in contenders:
+                if contender.reps is None or rep < contender.reps:
+                    samples[contender.name].append(_run(contender))
+    finally:
+        gc.unfreeze()
     return {
         c.name: Timing(c.name, tuple(samples[c.name]), c.per_run or per_run) for c in contenders
     }
