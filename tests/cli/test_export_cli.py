@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tests.support import GOLDEN, ROOT
+from tests.support import GOLDEN, ROOT, children
 from tests.support.children import child_env
 from tests.support.plants import one_per_pattern
 
@@ -27,16 +27,7 @@ START = "2026-11-29T10:00:00Z"
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "faultdeck", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=child_env(),
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    return children.run([sys.executable, "-m", "faultdeck", *args], cwd=cwd, timeout=120)
 
 
 class Collector(http.server.ThreadingHTTPServer):

@@ -13,22 +13,13 @@ import pytest
 
 import faultdeck as fd
 from faultdeck._cassette.extract import extract, extract_json
-from tests.support import GOLDEN
+from tests.support import GOLDEN, children
 from tests.support.children import child_env
 from tests.support.plants import one_per_pattern
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "faultdeck", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=child_env(),
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    return children.run([sys.executable, "-m", "faultdeck", *args], cwd=cwd, timeout=120)
 
 
 @pytest.fixture
