@@ -13,6 +13,7 @@ on none (every call through ``begin``): answers, errors, the call log and the re
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,29 @@ def test_a_changed_argument_misses_the_same_way(recorded: tuple[Path, list[Any]]
             deck.call("tool", "search", {"q": "same"}, lambda: None)
             assert [c.seq for c in deck.calls] == [1, 2, 3]
     assert messages[0] == messages[1]
+
+
+def test_strict_matching_gives_what_begin_gives(recorded: tuple[Path, list[Any]]) -> None:
+    path, live = recorded
+    short, plain = replayed(path, match="strict")
+    long, planned = replayed(path, match="strict", faults=NEVER)
+    assert short == long == live
+    assert plain.calls == planned.calls
+    assert plain.report() == planned.report()
+
+
+def test_reordered_calls_count_the_same_order_changes_both_ways(tmp_path: Path) -> None:
+    path = tmp_path / "order.jsonl"
+    with fd.Deck(path, mode="record") as deck:
+        for q in ("a", "b", "c"):
+            deck.call("tool", "search", {"q": q}, functools.partial(dict, hit=q))
+
+    def ask(**options: Any) -> fd.Report:
+        with fd.Deck(path, mode="replay", clock=fd.VirtualClock(), **options) as deck:
+            got = [deck.call("tool", "search", {"q": q}, lambda: None) for q in ("c", "a", "b")]
+        assert got == [{"hit": "c"}, {"hit": "a"}, {"hit": "b"}]
+        return deck.report()
+
+    plain, planned = ask(), ask(faults=NEVER)
+    assert plain == planned
+    assert plain.order_changes == 1

@@ -128,3 +128,23 @@ def test_load_replaces_what_was_queued() -> None:
     assert index.recorded == {"tool:c": 1, "tool:a": 1}
     assert index.take("tool:a", 0) is ENTRIES[4]
     assert index.take("tool:b", 0) is None
+
+
+def test_taking_what_peek_gave_counts_as_take_and_serve_do() -> None:
+    for strict, repeat_last in ((False, False), (False, True), (True, False)):
+        peeked = ReplayIndex(strict=strict, repeat_last=repeat_last)
+        taken = ReplayIndex(strict=strict, repeat_last=repeat_last)
+        peeked.load(ENTRIES)
+        taken.load(ENTRIES)
+        for key, seq in (("tool:a", 3), ("tool:a", 1), ("tool:c", 4), ("tool:a", 5), ("tool:b", 2)):
+            head = peeked.peek(key, seq)
+            assert head is not None
+            peeked.take_peeked(key, seq, head)
+            answer = taken.take(key, seq)
+            assert answer is head
+            taken.serve(answer)
+        state = ("remaining", "served", "order_changes")
+        assert [getattr(peeked, s) for s in state] == [getattr(taken, s) for s in state]
+        assert peeked.asked == taken.asked
+        assert list(peeked.unused()) == list(taken.unused())
+        assert peeked.take("tool:a", 6) == taken.take("tool:a", 6)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -13,12 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import faultdeck as fd
+from faultdeck import ArgumentError
+from faultdeck._keys.outputs import check_json
 from faultdeck._keys.redact import Redactor
-from faultdeck._keys.stored import store_output
+from faultdeck._keys.stored import NotJSON, store_output
 from tests.keys.reference.ids import collect_ids
 from tests.keys.reference.outputs import scrub
 from tests.keys.reference.redact import Redactor as ReferenceRedactor
-from tests.keys.test_differential import EXTRA, JSON, OUTPUT
+from tests.keys.test_differential import EXTRA, JSON, KEY, LEAF, OUTPUT
 
 
 def reference(out: Any, seq: int, redactor: ReferenceRedactor, scrubs: bool, ids: bool) -> Any:
@@ -61,3 +65,57 @@ def test_a_stored_output_is_masked_scrubbed_and_its_ids_found() -> None:
     assert stored["items"][0]["at"] == "2000-01-01T00:00:03Z"
     assert stored["pair"][0].startswith("«redacted:")
     assert found == ["chatcmpl-9x8Yq2ZkT1", "call_a1b2c3d4e5f6"]
+
+
+# -- the JSON check the walk does as it goes -------------------------------------------------
+
+NOT_JSON = st.sampled_from([object(), float("nan"), float("inf"), 2**64, -(2**63) - 1, {1: "x"}])
+"""Values an answer cannot hold as JSON: each is refused where check_json refuses it."""
+
+MAYBE_JSON = st.recursive(
+    LEAF | NOT_JSON,
+    lambda kids: (
+        st.lists(kids, max_size=3)
+        | st.lists(kids, max_size=3).map(tuple)
+        | st.dictionaries(KEY | st.sampled_from(["authorization", "api_key"]), kids, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(out=MAYBE_JSON, scrubs=st.booleans(), ids=st.booleans())
+def test_the_walk_refuses_exactly_what_check_json_refuses(
+    out: Any, scrubs: bool, ids: bool
+) -> None:
+    try:
+        check_json(out, "out")
+    except ArgumentError:
+        refused = True
+    else:
+        refused = False
+    if refused:
+        with pytest.raises(NotJSON):
+            store_output(out, 1, Redactor(), scrub=scrubs, ids=ids)
+    else:
+        store_output(out, 1, Redactor(), scrub=scrubs, ids=ids)
+
+
+@pytest.mark.parametrize(
+    ("out", "path"),
+    [
+        ({"authorization": object()}, "out.authorization"),  # dropped, still not JSON
+        ({"rows": ({"n": float("nan")},)}, "out.rows[0].n"),  # inside a tuple
+        ({"total": 2**64}, "out.total"),
+    ],
+)
+def test_a_live_answer_json_cannot_hold_is_named_and_not_written(
+    tmp_path: Any, out: Any, path: str
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    with fd.Deck(cassette, mode="record") as deck:
+        with pytest.raises(ArgumentError, match=re.escape(path)):
+            deck.call("tool", "search", {"q": 1}, lambda: out)
+        deck.call("tool", "search", {"q": 2}, lambda: {"ok": True})
+    entries = fd.load(cassette).entries
+    assert [e.args for e in entries] == [{"q": 2}]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import subprocess
 import tomllib
 from collections.abc import Callable, Mapping
@@ -103,16 +104,27 @@ class Settings:
 
 def find_root(start: str | os.PathLike[str] | None = None) -> Path:
     """The nearest folder at or above ``start`` holding ``pyproject.toml`` or ``.git``."""
-    # os.path rather than pathlib: every Deck asks, and this is a tenth of the cost.
-    here = folder = os.path.realpath(start or os.getcwd())
+    return Path(_project(start)[0])
+
+
+def _project(start: str | os.PathLike[str] | None) -> tuple[str, int | None]:
+    """``find_root`` as a string, and the modification time of its ``pyproject.toml``
+    (``None`` when it has none). os.path rather than pathlib, one stat per folder, and the
+    working folder as the system gives it (already resolved): every Deck asks."""
+    here = folder = os.getcwd() if start is None else os.path.realpath(start)
     while True:
-        if os.path.isfile(os.path.join(folder, "pyproject.toml")) or os.path.exists(
-            os.path.join(folder, ".git")
-        ):
-            return Path(folder)
+        try:
+            found = os.stat(os.path.join(folder, "pyproject.toml"))
+        except OSError:
+            pass
+        else:
+            if stat.S_ISREG(found.st_mode):
+                return folder, found.st_mtime_ns
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder, None
         parent = os.path.dirname(folder)
         if parent == folder:
-            return Path(here)
+            return here, None
         folder = parent
 
 
@@ -122,11 +134,10 @@ def load_settings(start: str | os.PathLike[str] | None = None) -> Settings:
     Raises:
         ConfigError: the file cannot be parsed, or a key is unknown or of the wrong type.
     """
-    root = find_root(start)
-    pyproject = root / "pyproject.toml"
-    if not pyproject.is_file():
-        return Settings(root=str(root))
-    return _load(str(pyproject), pyproject.stat().st_mtime_ns)
+    root, mtime = _project(start)
+    if mtime is None:
+        return Settings(root=root)
+    return _load(os.path.join(root, "pyproject.toml"), mtime)
 
 
 @functools.lru_cache(maxsize=16)

@@ -4,8 +4,6 @@ the idempotency key of the side-effecting call that is running."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -41,14 +39,28 @@ def current_step() -> Any:
     return _STEP.get()
 
 
-@contextmanager
-def idempotency(key: str | None) -> Iterator[None]:
-    """Make ``key`` the running call's idempotency key inside the block."""
-    token = _IDEMPOTENCY_KEY.set(key)
-    try:
-        yield
-    finally:
-        _IDEMPOTENCY_KEY.reset(token)
+class idempotency:  # lower-case: used as a function, ``with idempotency(key):``
+    """Make ``key`` the running call's idempotency key inside the block.
+
+    A class, as ``step`` is: every live call enters one. When the key is ``None`` and none
+    is set already (a call without side effects, outside any that has them), there is
+    nothing to change and the block runs as it is.
+    """
+
+    __slots__ = ("_key", "_token")
+
+    def __init__(self, key: str | None) -> None:
+        self._key = key
+        self._token: Token[str | None] | None = None
+
+    def __enter__(self) -> None:
+        if self._key is not None or _IDEMPOTENCY_KEY.get() is not None:
+            self._token = _IDEMPOTENCY_KEY.set(self._key)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _IDEMPOTENCY_KEY.reset(self._token)
+            self._token = None
 
 
 def current_idempotency_key() -> str | None:

@@ -75,22 +75,43 @@ class Entry(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         """The entry as its cassette line's object."""
-        obj: dict[str, Any] = {"seq": self.seq, "kind": self.kind, "name": self.name}
-        obj["key"] = self.key
-        if self.step is not None:
-            obj["step"] = self.step
-        if self.schema != SCHEMA_DEFAULT:
-            obj["schema"] = self.schema
-        obj["args"] = self.args
-        obj[self.result] = self.value
-        obj["ms"] = self.ms
-        if self.fault is not None:
-            obj["fault"] = self.fault
-        if self.meta is not None:
-            obj["meta"] = self.meta
-        if self.ids is not None:
-            obj["ids"] = list(self.ids)
-        return obj
+        return entry_line(*self)
+
+
+def entry_line(  # noqa: PLR0913 - an entry's fields, in their order
+    seq: int,
+    kind: str,
+    name: str,
+    key: str,
+    args: Any,
+    result: Result,
+    value: Any,
+    ms: float,
+    step: Any = None,
+    schema: str = SCHEMA_DEFAULT,
+    meta: Any = None,
+    fault: Any = None,
+    line: int = 0,
+    ids: Any = None,
+) -> dict[str, Any]:
+    """The cassette line's object of an entry with these fields (``line`` is not written):
+    a live call's line is made from its fields directly, with no ``Entry`` in between."""
+    obj: dict[str, Any] = {"seq": seq, "kind": kind, "name": name}
+    obj["key"] = key
+    if step is not None:
+        obj["step"] = step
+    if schema != SCHEMA_DEFAULT:
+        obj["schema"] = schema
+    obj["args"] = args
+    obj[result] = value
+    obj["ms"] = ms
+    if fault is not None:
+        obj["fault"] = fault
+    if meta is not None:
+        obj["meta"] = meta
+    if ids is not None:
+        obj["ids"] = list(ids)
+    return obj
 
 
 _item = tuple.__getitem__

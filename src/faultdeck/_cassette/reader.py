@@ -46,11 +46,12 @@ __all__ = [
     "parse",
 ]
 
-HOLD_LINES_FROM = 1 << 20
+HOLD_LINES_FROM = 4 << 20
 """A cassette this large (in bytes) or larger is read into entries that keep their lines'
 bytes and parse args, value and meta when read (``HeldEntry``): a long recording then
-costs about its size in memory. A smaller one keeps them parsed, as a rehearsal reads its
-values again and again."""
+costs about its size in memory. A smaller one keeps them parsed (about ten times its size,
+40 MB at most): a rehearsal reads its values again and again, and a replay's fresh copy of
+a parsed answer costs a third of parsing its whole line again."""
 
 HOLD_LINES_BELOW = 2048
 """Even then a line this long or longer stays parsed: its values are mostly long strings,

@@ -15,6 +15,7 @@ and lets go of the lock.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -116,7 +117,8 @@ class CassetteSession:
 
     def __init__(self, path: str, *, durability: str, replace: bool = True) -> None:
         self.path = path
-        self.real = os.path.realpath(path)
+        # Resolved when first needed (a replay never is): against the folder it names now.
+        self._absolute = os.path.abspath(path)
         self.working: str | None = None
         self.kept: str | None = None
         self._durability = durability
@@ -126,6 +128,11 @@ class CassetteSession:
         self._file_calls = 0
         self._compact = False
         self._failed: CassetteWriteError | None = None
+
+    @functools.cached_property
+    def real(self) -> str:
+        """The cassette's resolved path, where the lock and the files are."""
+        return os.path.realpath(self._absolute)
 
     @property
     def writing(self) -> bool:
@@ -174,7 +181,7 @@ class CassetteSession:
         self.working = self.partial if beside else self.real
         self._writer = Writer(self.working, header=header, durability=self._durability)
         for entry in entries:
-            self.write(entry)
+            self.write(entry.to_json())
 
     def extend(self, recording: Recording) -> None:
         """Continue ``recording``'s file after its last whole line."""
@@ -187,18 +194,17 @@ class CassetteSession:
             self.working, header=None, keep_bytes=keep, durability=self._durability
         )
 
-    def write(self, entry: Entry, *, in_doubt: str | None = None) -> None:
+    def write(self, obj: dict[str, Any], *, in_doubt: str | None = None) -> None:
         """Append one call's line; nothing when the session does not write.
 
         Args:
-            entry: the call.
+            obj: the call's line object (``Entry.to_json``, ``entry_line``).
             in_doubt: how ``resume`` resolved a call in doubt without running it
                 (``skipped``), written beside it.
 
         Raises:
             CassetteWriteError: the disk refused; the session stops and lets go of the lock.
         """
-        obj = entry.to_json()
         if in_doubt is not None:
             obj["in_doubt"] = in_doubt
         self._put(obj)

@@ -103,10 +103,12 @@ class Writer:
         line = dumps_line(obj)
         with self._lock:
             try:
-                view = memoryview(line)
-                while view:
-                    written = self._file.write(view)
-                    view = view[written or 0 :]
+                written = self._file.write(line)
+                if written != len(line):  # a short write (a signal, a full pipe): the rest
+                    view = memoryview(line)[written or 0 :]
+                    while view:
+                        written = self._file.write(view)
+                        view = view[written or 0 :]
                 if self._fsync and sync is not False:
                     os.fsync(self._file.fileno())
             except OSError as exc:

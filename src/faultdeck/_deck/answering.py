@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .._base.clock import Clock
 from .._cassette.errorjson import error_to_json
-from .._cassette.format import Entry, Intent, Result
+from .._cassette.format import Entry, Intent, Result, entry_line
 from .._cassette.session import CassetteSession
 from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
@@ -104,7 +104,7 @@ class Answering:
             fault = self.fault.to_json()
         step = self.step if isinstance(self.step, (str, int, float)) else None
         meta = self._run.redactor.redact(self.meta) if self.meta is not None else None
-        entry = Entry(
+        line = entry_line(
             self.seq,
             self.kind,
             self.name,
@@ -119,7 +119,7 @@ class Answering:
             fault,
             ids=ids,
         )
-        file.write(entry, in_doubt="skipped" if self.skipped else None)
+        file.write(line, in_doubt="skipped" if self.skipped else None)
 
     def _learn_recorded(self, entry: Entry, value: Any, *, as_recorded: bool) -> None:
         """Learn the ids a replayed answer hands out (under the run's lock): the ones its

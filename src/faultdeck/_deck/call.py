@@ -34,7 +34,7 @@ from .._cassette.format import Entry
 from .._cassette.lines import RESTORE, http_answer_problem
 from .._keys.fields import ABSENT
 from .._keys.outputs import check_json
-from .._keys.stored import store_output
+from .._keys.stored import NotJSON, store_output
 from ..faults import Fault
 from ..faults import from_json as fault_from_json
 from .answering import Answering, number
@@ -220,12 +220,15 @@ class Call(Answering):
         if stored is ABSENT:
             # An answer the cassette cannot hold ends the call: not logged, not written.
             self.finished = True
-            check_json(value, f"out of {self.kind} {self.name} at seq {self.seq}")
             config = run.normalizer.config
-            # As ``store("out", value)`` stores it, and its ids, in one walk.
-            stored, found = store_output(
-                value, self.seq, run.redactor, scrub=config.output_times, ids=config.ids
-            )
+            # As ``store("out", value)`` stores it, and its ids, in one walk that checks it too.
+            try:
+                stored, found = store_output(
+                    value, self.seq, run.redactor, scrub=config.output_times, ids=config.ids
+                )
+            except NotJSON:
+                check_json(value, f"out of {self.kind} {self.name} at seq {self.seq}")
+                raise  # check_json names the value; it never gets here
             if self.kind == "http":
                 problem = http_answer_problem(stored, body=True)
                 if problem is not None:

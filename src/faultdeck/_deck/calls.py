@@ -85,9 +85,10 @@ class Calls:
     def _replayed(self, kind: str, name: str, args: Any, schema: str, step: Any) -> Any:
         """A plain replay's value by the short route (``clean.py``), or ``ABSENT``: then
         ``begin`` decides (also when each call is to take its recorded time)."""
-        if self._latency == "recorded":
+        run = self._run
+        if not run.clean or self._latency == "recorded":
             return ABSENT
-        return self._run.replay_clean(kind, name, args, schema, step)
+        return run.replay_clean(kind, name, args, schema, step)
 
     def take_recorded(
         self,

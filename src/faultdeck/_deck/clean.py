@@ -49,7 +49,7 @@ class CleanReplay:
     def replay_clean(self, kind: str, name: str, args: Any, schema: str, step: Any) -> Any:
         """The recorded value for this call as a fresh copy, or ``ABSENT`` (nothing done)
         when ``begin`` must decide it."""
-        entry = self.take_clean(kind, name, args, schema, step, _is_value)
+        entry = self.take_clean(kind, name, args, schema, step)
         return ABSENT if entry is None else entry.fresh_value()
 
     def take_clean(
@@ -59,13 +59,14 @@ class CleanReplay:
         args: Any,
         schema: str,
         step: Any,
-        accept: Callable[[Entry], bool],
+        accept: Callable[[Entry], bool] | None = None,
         learn: Callable[[Any], Any] | None = None,
     ) -> Entry | None:
         """The recorded call that answers this one, taken and logged as replayed, if
-        ``accept`` says its caller answers it as recorded with nothing else to log; else
-        ``None`` (nothing done). ``learn``: the part of the recorded value whose ids later
-        calls may send back, when the line lists none (the whole value by default)."""
+        ``accept`` says its caller answers it as recorded with nothing else to log (by
+        default: a recorded value); else ``None`` (nothing done). ``learn``: the part of the
+        recorded value whose ids later calls may send back, when the line lists none (the
+        whole value by default)."""
         if not self.clean or not self.opened:
             return None
         if step is None:
@@ -87,21 +88,18 @@ class CleanReplay:
                 return None  # begin raises it, with the call numbered
             key = make_key(kind, name, norm, schema)
             entry = index.peek(key, seq)
-            if entry is None or not accept(entry):
+            if entry is None or (entry.result != "out" if accept is None else not accept(entry)):
                 ids.rollback()
                 return None
             ids.commit()
             self._seq = seq
-            index.take(key, seq)
-            index.serve(entry)
+            index.take_peeked(key, seq, entry)
             # A clean replay's log line (``as_record`` reads it): what the call was and its answer.
             self.log.append((seq, kind, name, key, step, self.clock.now(), entry))
-            if entry.ids is not None:  # the line lists them: no walk, no parse
-                ids.learn_stored(entry.ids, self.normalizer.output_ids)
+            found = entry.ids
+            if found is not None:  # the line lists them: no walk, no parse
+                if found or ids.waiting:
+                    ids.learn_stored(found, self.normalizer.output_ids)
             else:
                 ids.defer(entry.value if learn is None else learn(entry.value))
         return entry
-
-
-def _is_value(entry: Entry) -> bool:
-    return entry.result == "out"

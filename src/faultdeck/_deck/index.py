@@ -148,6 +148,25 @@ class ReplayIndex:
             return held[0] if held else None
         return held  # type: ignore[return-value]  # an entry or None
 
+    def take_peeked(self, key: str, seq: int, entry: Entry) -> None:
+        """``take`` and ``serve`` in one, for ``entry``, which ``peek(key, seq)`` just gave."""
+        asked = self.asked
+        asked[key] = asked.get(key, 0) + 1
+        qkey = (key, seq) if self._strict else key
+        queues = self._queues
+        held = queues[qkey]
+        if held is entry:
+            del queues[qkey]
+        else:
+            held.popleft()  # type: ignore[union-attr]  # not the entry: its deque
+        self.remaining -= 1
+        if self._repeat_last:
+            self._last[key] = entry
+        self.served += 1
+        if entry.seq < self._last_served_seq:
+            self.order_changes += 1
+        self._last_served_seq = entry.seq
+
     def serve(self, entry: Entry) -> None:
         """Count ``entry`` as served, and as an order change when it was recorded earlier."""
         self.served += 1

@@ -51,7 +51,7 @@ def check_json(value: Any, where: str) -> None:
         value: the output.
         where: what it is the output of, for the message.
     """
-    if _is_json(value):
+    if is_json(value):
         return  # the common case, checked without building a path per value
     found = locate(value, "out", None)
     if found is not None:
@@ -59,7 +59,7 @@ def check_json(value: Any, where: str) -> None:
         raise ArgumentError(f"{where}: {path}", detail)
 
 
-def _is_json(value: Any) -> bool:
+def is_json(value: Any) -> bool:
     """Whether ``value`` is a JSON value (``locate`` would find nothing); no paths."""
     cls = type(value)
     if cls is str or cls is bool or value is None:
@@ -71,11 +71,11 @@ def _is_json(value: Any) -> bool:
             t = type(v)
             if t is str or t is bool or v is None:
                 continue
-            if not _is_json(v):
+            if not is_json(v):
                 return False
         return True
     if cls is list or cls is tuple:
-        return all(_is_json(v) for v in value)
+        return all(is_json(v) for v in value)
     if cls is int:
         return bool(-INT_LIMIT <= value < INT_LIMIT)
     if cls is float:
