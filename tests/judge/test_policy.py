@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,18 @@ def test_a_backoff_never_outlasts_the_wait_left(golden: Path) -> None:
     assert [o.status for o in outcomes] == ["ok", "degraded", "ok", "ok"]
     assert outcomes[1].reason == "transient"
     assert fd.check(outcomes, policy=POLICY, deck=deck, clock=clock) == []
+
+
+def test_an_outcome_is_a_frozen_value() -> None:
+    made = fd.Outcome("ask", "ok", {"n": 1}, attempts=2, elapsed_ms=1.5, concurrency=9)
+    assert made == fd.Outcome("ask", "ok", {"n": 1}, None, 2, None, 1.5, 9)
+    assert (made.attempts, made.reason, made.retry_after) == (2, None, None)
+    assert fd.Outcome("a", "ok") == fd.Outcome(op="a", status="ok", value=None, attempts=1)
+    assert hash(fd.Outcome("a", "ok")) == hash(fd.Outcome("a", "ok"))
+    assert dataclasses.replace(made, elapsed_ms=0.0).elapsed_ms == 0.0
+    assert [f.name for f in dataclasses.fields(made)][-2:] == ["elapsed_ms", "concurrency"]
+    assert repr(fd.Outcome("a", "ok")).startswith("Outcome(op='a', status='ok', value=None")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.status = "stopped"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        fd.Outcome("a")  # type: ignore[call-arg]

@@ -89,7 +89,7 @@ class Policy:
         return rng.uniform(cap / 2, cap)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Outcome:
     """One op's result as the loop saw it.
 
@@ -115,6 +115,40 @@ class Outcome:
     retry_after: str | None = None
     elapsed_ms: float = 0.0
     concurrency: int | None = None
+
+    def __init__(
+        self,
+        op: Any,
+        status: Status,
+        value: Any = None,
+        reason: str | None = None,
+        attempts: int = 1,
+        retry_after: str | None = None,
+        elapsed_ms: float = 0.0,
+        concurrency: int | None = None,
+    ) -> None:
+        # The loop makes one per op: setting each slot through its descriptor costs a third
+        # of the frozen dataclass's object.__setattr__ per field, and freezes it as well.
+        _set_op(self, op)
+        _set_status(self, status)
+        _set_value(self, value)
+        _set_reason(self, reason)
+        _set_attempts(self, attempts)
+        _set_retry_after(self, retry_after)
+        _set_elapsed_ms(self, elapsed_ms)
+        _set_concurrency(self, concurrency)
+
+
+(
+    _set_op,
+    _set_status,
+    _set_value,
+    _set_reason,
+    _set_attempts,
+    _set_retry_after,
+    _set_elapsed_ms,
+    _set_concurrency,
+) = (vars(Outcome)[name].__set__ for name in Outcome.__slots__)
 
 
 def run_steps(
@@ -241,14 +275,15 @@ class _Runner:
     def finished(
         self, op: Any, value: Any, attempts: int, retry_after: str | None, started: float
     ) -> Outcome:
-        elapsed_ms = round((self.clock.now() - started) * 1000, 3)
+        took = self.clock.now() - started
+        elapsed_ms = round(took * 1000, 3) if took else 0.0
         reason = None
         if elapsed_ms > self.policy.slow_first_token_ms:
             # Multiplicative decrease; never retried: the answer did arrive.
             self.concurrency = max(1, self.concurrency // 2)
             reason = "slow_first_token"
-        else:
-            self.concurrency = min(self.policy.max_concurrency, self.concurrency + 1)
+        elif self.concurrency < self.policy.max_concurrency:
+            self.concurrency += 1
         return Outcome(op, "ok", value, reason, attempts, retry_after, elapsed_ms, self.concurrency)
 
 
