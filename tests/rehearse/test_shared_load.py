@@ -19,6 +19,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck import Matrix, rehearse
+from faultdeck._cassette import reader
 from faultdeck._cassette.reader import load_shared
 from tests.support import GOLDEN, ROOT
 
@@ -49,7 +50,12 @@ def test_an_unchanged_cassette_is_read_once(tmp_path: Path) -> None:
     assert first.entries[0].value == {"n": 1}
 
 
-def test_a_cassette_rewritten_in_place_to_the_same_size_is_read_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compared", ["byte for byte", "by hash"])
+def test_a_cassette_rewritten_in_place_to_the_same_size_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compared: str
+) -> None:
+    if compared == "by hash":  # as a cassette larger than COMPARE_UP_TO is told apart
+        monkeypatch.setattr(reader, "COMPARE_UP_TO", 16)
     path = tmp_path / "c.jsonl"
     write(path, "aaaa")
     assert replayed(path) == "aaaa"

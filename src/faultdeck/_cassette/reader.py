@@ -61,6 +61,10 @@ body) for little memory saved."""
 SHARE_UP_TO = 8 << 20
 """``load_shared`` keeps a recording for reuse when its file is no larger than this."""
 
+COMPARE_UP_TO = 1 << 20
+"""``load_shared`` tells a smaller file's content from another's by its bytes, a larger
+one's by their hash."""
+
 _SHARED_MAX = 4  # recordings kept by load_shared, the most recently used first
 
 
@@ -109,10 +113,11 @@ def load_shared(path: str | os.PathLike[str]) -> Recording:
 
     A recording is immutable, and a replay reads it without changing it: sharing it between
     decks is safe. The file is read every time, and its recording reused only when the
-    file is the same one with the same bytes (device, inode, size, times and a hash of its
-    content), so a cassette rewritten in place, even to the same size within the same
-    clock tick, is read afresh. A few recordings are kept, the most recently used; a URL
-    or a file larger than ``SHARE_UP_TO`` is simply loaded.
+    file is the same one with the same bytes (device, inode, size and times, then its
+    content: compared byte for byte up to ``COMPARE_UP_TO``, by a hash beyond), so a
+    cassette rewritten in place, even to the same size within the same clock tick, is read
+    afresh. A few recordings are kept, the most recently used; a URL or a file larger than
+    ``SHARE_UP_TO`` is simply loaded.
 
     Raises:
         The errors of ``load``.
@@ -121,23 +126,22 @@ def load_shared(path: str | os.PathLike[str]) -> Recording:
     if store.is_url(name):
         return load(name)
     try:
-        with open(name, "rb") as file:
-            st = os.fstat(file.fileno())
-            if st.st_size > SHARE_UP_TO:
-                return load(name)
-            data = file.read()
+        st, data = _read_small(name)
     except OSError:
         return load(name)  # the same errors, named as load names them
-    digest = hashlib.blake2b(data, digest_size=16).digest()
-    key = (st.st_dev, st.st_ino, len(data), st.st_mtime_ns, st.st_ctime_ns, digest)
+    if data is None:
+        return load(name)
+    key = (st.st_dev, st.st_ino, len(data), st.st_mtime_ns, st.st_ctime_ns)
+    content = _content(data)
     with _shared_lock:
-        recording = _shared.get(key)
+        held = _shared.get(key)
+        recording = held[1] if held is not None and held[0] == content else None
         if recording is not None:
             _shared.move_to_end(key, last=False)
     if recording is None:
         recording = parse(data, name)
         with _shared_lock:
-            _shared[key] = recording
+            _shared[key] = (content, recording)
             _shared.move_to_end(key, last=False)
             while len(_shared) > _SHARED_MAX:
                 _shared.popitem()
@@ -146,7 +150,29 @@ def load_shared(path: str | os.PathLike[str]) -> Recording:
     return recording if recording.path == name else replace(recording, path=name)
 
 
-_shared: OrderedDict[tuple[Any, ...], Recording] = OrderedDict()
+def _read_small(name: str) -> tuple[os.stat_result, bytes | None]:
+    """The file's status and bytes, or ``None`` for the bytes when it is larger than
+    ``SHARE_UP_TO`` (read with os.read: a buffered file object costs as much as reading)."""
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        if st.st_size > SHARE_UP_TO:
+            return st, None
+        chunks = []
+        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+            chunks.append(chunk)
+        return st, b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _content(data: bytes) -> bytes:
+    """What tells a file's content from another of the same size: itself when small (a
+    compare costs less than a hash), else its hash."""
+    return data if len(data) <= COMPARE_UP_TO else hashlib.blake2b(data, digest_size=16).digest()
+
+
+_shared: OrderedDict[tuple[Any, ...], tuple[bytes, Recording]] = OrderedDict()
 _shared_lock = threading.Lock()
 
 

@@ -213,9 +213,10 @@ class _Runner:
         self.clock.sleep(seconds)
 
     def run(self, op: Any) -> Outcome:
-        attempt = _Attempts()
+        attempt: _Attempts | None = None  # made at the first failure: most ops have none
+        count = 0
         while True:
-            attempt.count += 1
+            count += 1
             started = self.clock.now()
             try:
                 value = self.step(op)
@@ -224,11 +225,15 @@ class _Runner:
                 failure = classify_error(exc)
                 if failure is None:
                     raise
+                if attempt is None:
+                    attempt = _Attempts()
+                attempt.count = count
                 outcome = self.failed(op, failure, attempt)
                 if outcome is None:
                     continue
                 return outcome
-            return self.finished(op, value, attempt.count, attempt.retry_after, started)
+            retry_after = attempt.retry_after if attempt is not None else None
+            return self.finished(op, value, count, retry_after, started)
 
     def failed(self, op: Any, exc: Failure, attempt: _Attempts) -> Outcome | None:
         """The outcome of an attempt that failed, or ``None`` to try again (after a wait)."""
