@@ -137,10 +137,11 @@ class Answering:
         learns them from there without walking the answer. ``found``: the ids already
         found in ``learn``, if they were."""
         run = self._run
-        normalizer = run.normalizer
+        normalizer, ids = run.normalizer, run.ids
         if found is None:
             found = normalizer.output_ids(learn)
-        run.ids.learn_stored(found, normalizer.output_ids)
+        if found or ids.waiting:  # else there is nothing to learn
+            ids.learn_stored(found, normalizer.output_ids)
         return found if normalizer.config.ids else None
 
     def answered(

@@ -166,14 +166,18 @@ class Calls:
                 self.clock.advance(_recorded_time(call))
             answer: T = call.replay()
             return answer
-        with call:
+        try:  # what ``with call:`` does, a frame less on the recording's hot path
             live = call.runner(
                 fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
             )
             with idempotency(call.idempotency_key):
                 value = live()
             call.result(value)
-            return cast(T, value)
+        except Exception as exc:
+            if not call.finished:
+                call.fail(exc)
+            raise
+        return cast(T, value)
 
     async def acall(  # noqa: PLR0913 - call's async twin, the same options
         self,
@@ -205,7 +209,7 @@ class Calls:
                 await self.clock.aadvance(_recorded_time(call))
             answer: T = call.replay()
             return answer
-        with call:
+        try:  # as in call
             live = call.runner(
                 fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
             )
@@ -213,7 +217,11 @@ class Calls:
                 awaitable = live()
                 value = None if awaitable is None else await awaitable
             call.result(value)
-            return cast(T, value)
+        except Exception as exc:
+            if not call.finished:
+                call.fail(exc)
+            raise
+        return cast(T, value)
 
     def env(
         self, name: str, default: str | None = None, *, public: bool | None = None
