@@ -62,11 +62,12 @@ class Exchange:
     def __init__(self, owner: Owner, request: Any, body: bytes) -> None:
         self.owner = owner
         self.request = request
-        url = request.url
-        self.kind, self.name = name_of(request.method, url.path)
+        url, method = request.url, request.method
+        path = url.path  # decoded anew at each read
+        self.kind, self.name = name_of(method, path)
         # Pairs hide their names from the field rules, so the query is redacted by name here.
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
-        self.args = request_args(request.method, url.path, query, request.headers, body, owner.keep)
+        self.args = request_args(method, path, query, request.headers, body, owner.keep)
         self.body = body
         self.ordinal = 0
 

@@ -16,6 +16,7 @@ so it is never in a key: a random id per recording changes no key.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -71,16 +72,28 @@ def request_args(
     if query:
         args["query"] = [list(pair) for pair in query]
     kept: dict[str, str] = {}
-    # One pass over the request's headers (a lookup by name scans them all each time); a
-    # repeated header keeps every value, joined as ``headers[name]`` joins them.
-    for name, value in headers.multi_items():
-        if name in keep:
+    # One pass over the request's raw headers (a lookup by name scans them all each time),
+    # decoding only what is kept: ``multi_items`` decodes every name and value, after
+    # working out the encoding from all of them. A repeated header keeps every value,
+    # joined as ``headers[name]`` joins them.
+    wanted = _raw_names(keep)
+    for raw_name, raw_value in headers.raw:
+        low = raw_name.lower()
+        if low in wanted:
+            name, value = low.decode("ascii"), raw_value.decode(headers.encoding)
             kept[name] = f"{kept[name]}, {value}" if name in kept else value
     if kept:
         args["headers"] = dict(sorted(kept.items()))
     if body:
         args["body"] = parse_body(body)
     return args
+
+
+@functools.lru_cache(maxsize=64)
+def _raw_names(names: frozenset[str]) -> frozenset[bytes]:
+    """Header names as a request's raw headers spell them, lower-cased (HTTP names are
+    ASCII; one that is not cannot be in a request)."""
+    return frozenset(n.encode("ascii") for n in names if n.isascii())
 
 
 def parse_body(body: bytes) -> Any:
