@@ -39,8 +39,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/mypy
 
-# The suite runs on two workers (pytest-xdist): CI has two cores.
-test: lint browser
+# The suite runs on two workers (pytest-xdist): CI has two cores. The venvs of every Python
+# and the browser install side by side first (mostly waiting on downloads and the disk).
+test:
+	$(MAKE) --no-print-directory -j 3 --output-sync=target $(STAMP) $(OTHER_VENVS) browser
+	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -n 2
 	$(MAKE) --no-print-directory test-pythons
 
@@ -52,23 +55,27 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  $$sudo apt-get update -q && $$sudo apt-get install -y -q chromium; }
 
-# Finds each Python on PATH or under pyenv. Missing one is an error in CI (CI is set) and
-# a warning elsewhere, so that `make test` still runs on a machine with one Python.
-test-pythons: $(STAMP)
-	@here=$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
-	for v in $(PYTHONS); do \
-	  [ "$$v" = "$$here" ] && continue; \
-	  py=; for c in $$(ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V -r) \
-	      $$(command -v python$$v); do "$$c" -c '' 2>/dev/null && { py=$$c; break; }; done; \
-	  if [ -z "$$py" ]; then \
-	    if [ -n "$$CI" ]; then echo "python$$v not found on PATH or under pyenv: CI runs the suite on $(PYTHONS); install Python $$v"; exit 1; fi; \
-	    echo "warning: python$$v not found on PATH or under pyenv; the suite ran on $$here only (install Python $$v to run it there too)"; continue; \
-	  fi; \
+# The Python `$(PY)` is, and the others the suite runs on.
+HERE := $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+OTHER_VENVS := $(foreach v,$(filter-out $(HERE),$(PYTHONS)),$(VENV)-$(v)/.installed)
+
+# A venv for another Python, found on PATH or under pyenv. Missing one is an error in CI (CI
+# is set) and a warning elsewhere, so that `make test` still runs on a machine with one
+# Python (test-pythons then skips it).
+$(VENV)-%/.installed: pyproject.toml
+	@py=; for c in $$(ls -d $$HOME/.pyenv/versions/$*.*/bin/python$* 2>/dev/null | sort -V -r) \
+	    $$(command -v python$*); do "$$c" -c '' 2>/dev/null && { py=$$c; break; }; done; \
+	if [ -z "$$py" ]; then \
+	  if [ -n "$$CI" ]; then echo "python$* not found on PATH or under pyenv: CI runs the suite on $(PYTHONS); install Python $*"; exit 1; fi; \
+	  echo "warning: python$* not found on PATH or under pyenv; the suite will run on $(HERE) only (install Python $* to run it there too)"; exit 0; \
+	fi; \
+	$$py -m venv $(VENV)-$* && $(VENV)-$*/bin/python -m pip install --quiet --upgrade pip \
+	  && $(VENV)-$*/bin/python -m pip install --quiet -e '.[dev]' && touch $@
+
+test-pythons: $(OTHER_VENVS)
+	@for v in $(filter-out $(HERE),$(PYTHONS)); do \
 	  venv=$(VENV)-$$v; \
-	  if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
-	    $$py -m venv $$venv && $$venv/bin/python -m pip install --quiet --upgrade pip \
-	      && $$venv/bin/python -m pip install --quiet -e '.[dev]' && touch $$venv/.installed || exit 1; \
-	  fi; \
+	  [ -f $$venv/.installed ] || continue; \
 	  echo "== the suite on $$($$venv/bin/python -V)"; \
 	  $$venv/bin/pytest -n 2 -p no:cacheprovider || exit 1; \
 	done
