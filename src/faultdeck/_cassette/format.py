@@ -6,7 +6,7 @@ them back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -112,6 +112,20 @@ def entry_line(  # noqa: PLR0913 - an entry's fields, in their order
     if ids is not None:
         obj["ids"] = list(ids)
     return obj
+
+
+def body_bytes(body: Any) -> bytes:
+    """A stored HTTP body as the bytes a client reads: text as UTF-8, anything else as
+    JSON."""
+    return body.encode() if isinstance(body, str) else orjson.dumps(body)
+
+
+def http_body(value: Any) -> bytes | None:
+    """The body bytes of ``value`` when it has the shape of a stored HTTP answer (a dict
+    with ``status``, ``headers`` and ``body``), else ``None``."""
+    if type(value) is dict and "body" in value and "status" in value and "headers" in value:
+        return body_bytes(value["body"])
+    return None
 
 
 _item = tuple.__getitem__
@@ -256,6 +270,10 @@ class Recording:
         valid_bytes: the length of the file up to the end of its last whole line.
         intents: its ``begin`` lines, in file order (none in a cleanly closed cassette).
         aborted: ``(seq, key)`` of the intents whose call never reached the world.
+        bodies: the body of each long recorded HTTP answer as the bytes a client reads
+            (``body_bytes``), by the entry's line number: made once as the line is read,
+            while its parsed body is at hand, so that a replay hands the bytes on instead
+            of serializing a body it has not touched since.
     """
 
     path: str
@@ -266,6 +284,7 @@ class Recording:
     valid_bytes: int = 0
     intents: tuple[Intent, ...] = ()
     aborted: frozenset[tuple[int, str]] = frozenset()
+    bodies: Mapping[int, bytes] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def interrupted(self) -> bool:

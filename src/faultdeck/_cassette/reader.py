@@ -29,7 +29,7 @@ from .._base.errors import (
     warn,
 )
 from . import store
-from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording
+from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording, http_body
 from .lines import RESTORE as _RESTORE
 from .lines import abort, entry, http_answer_problem, intent
 
@@ -56,7 +56,8 @@ a parsed answer costs a third of parsing its whole line again."""
 HOLD_LINES_BELOW = 2048
 """Even then a line this long or longer stays parsed: its values are mostly long strings,
 which cost about their size parsed too, and a replay would parse it again (an HTTP answer's
-body) for little memory saved."""
+body) for little memory saved. The body of an HTTP answer on such a line is also kept as
+the bytes a client reads (``Recording.bodies``), whatever the cassette's size."""
 
 SHARE_UP_TO = 8 << 20
 """``load_shared`` keeps a recording for reuse when its file is no larger than this."""
@@ -215,6 +216,7 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
         raise CassetteCorrupt(path, 1, "empty file, no header", _RESTORE)
     header = _header(lines[0], path)
     entries: list[Entry] = []
+    bodies: dict[int, bytes] = {}
     intents: list[Intent] = []
     aborted: set[tuple[int, str]] = set()
     end: dict[str, Any] | None = None
@@ -229,8 +231,12 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
         if type(obj) is not dict:
             raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
         if "seq" in obj:
-            held = hold and len(raw) < HOLD_LINES_BELOW
-            entries.append(entry(obj, path, number, raw if held else None))
+            if len(raw) < HOLD_LINES_BELOW:
+                entries.append(entry(obj, path, number, raw if hold else None))
+            else:
+                entries.append(made := entry(obj, path, number))
+                if made.result == "out" and (body := http_body(made.value)) is not None:
+                    bodies[number] = body
         elif "begin" in obj:
             intents.append(intent(obj, path, number))
         elif "abort" in obj:
@@ -252,6 +258,7 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
         valid_bytes,
         tuple(intents),
         frozenset(aborted),
+        bodies,
     )
 
 

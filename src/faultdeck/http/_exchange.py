@@ -16,13 +16,13 @@ from typing import Any, Protocol
 
 from .._base.errors import CassetteCorrupt
 from .._cassette.errorjson import error_to_json
-from .._cassette.format import Entry
+from .._cassette.format import Entry, body_bytes
 from .._cassette.lines import RESTORE, http_answer_problem
 from .._deck.call import Call
 from .._deck.deck import Deck
 from ..faults import KINDS
 from ._order import Order
-from ._shapes import body_bytes, classify, kept_headers, name_of, parse_body, request_args
+from ._shapes import classify, kept_headers, name_of, parse_body, request_args
 from ._streams import Events
 
 # Faults this boundary shapes into the real answer instead of raising in its place.
@@ -94,7 +94,7 @@ class Exchange:
         if entry is None:
             return None
         value = entry.value
-        return self.replayed(value["status"], value["headers"], content=body_bytes(value["body"]))
+        return self.replayed(value["status"], value["headers"], content=self.content(entry))
 
     def first_step(self, stream_type: type) -> Step:
         """Decide the call and answer it without the network where it can be: a fault's
@@ -120,8 +120,18 @@ class Exchange:
             response = self.replayed(status, headers, stream=stream_type(events))
             return Step(call, stream_type, response, 0.0)
         recorded = entry.ms / 1000 if owner.deck.latency == "recorded" else 0.0
-        response = self.replayed(status, headers, content=body_bytes(answer))
+        as_recorded = answer is entry.value["body"]
+        response = self.replayed(
+            status, headers, content=self.content(entry) if as_recorded else body_bytes(answer)
+        )
         return Step(call, stream_type, response, call.delay + recorded)
+
+    def content(self, entry: Entry) -> bytes:
+        """The recorded body's bytes: kept as the cassette was read (a long answer), else
+        made from the stored body."""
+        recording = self.owner.deck.recording
+        kept = recording.bodies.get(entry.line) if recording is not None else None
+        return kept if kept is not None else body_bytes(entry.value["body"])
 
     def replayed(self, status: int, headers: dict[str, str], **body: Any) -> Any:
         """A recorded answer as a response. A header whose value was redacted holds a mask

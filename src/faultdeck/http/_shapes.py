@@ -126,11 +126,6 @@ def header_names(names: Iterable[str], option: str) -> frozenset[str]:
     return frozenset(name.lower() for name in names)
 
 
-def body_bytes(body: Any) -> bytes:
-    """A stored body as the bytes a client reads."""
-    return body.encode() if isinstance(body, str) else orjson.dumps(body)
-
-
 def classify(
     status: int, headers: dict[str, str], body: Any
 ) -> tuple[str | None, float | None, str | None]:
