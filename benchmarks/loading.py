@@ -6,7 +6,9 @@ the memory a replaying deck keeps once it has opened it.
     memory      in a fresh Python: Deck(path, mode="replay").open(), then tracemalloc's
                 current size after gc.collect(), over the file's size
 
-The cassette is written directly in format v1: a header, the call lines, an end line.
+The cassette is written directly in format v1, as a recording leaves it: a recording's
+header, the call lines (checked to equal that recording's of the first calls but for ``ms``),
+an end line.
 """
 
 from __future__ import annotations
@@ -17,36 +19,32 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 import faultdeck as fd
 
+from . import deck_call
 from ._results import Goal, at_most
 from ._timing import Body, Contender, Timing, interleave
 
 FAULTDECK = "faultdeck.load"
 FLOOR = "floor (read + orjson per line)"
+OUTPUT = {"hits": ["docs/retry-budget.md"], "total": 1}
 
 
 def write_cassette(path: Path, calls: int) -> None:
-    """A cassette of ``calls`` small tool calls with valid keys, as a recording leaves it."""
-    header = {"faultdeck": 1, "match": "keyed", "harness": {}, "env": {}, "volatile": []}
-    lines = [orjson.dumps(header)]
-    for seq in range(1, calls + 1):
-        args = {"q": f"retry budget {seq}", "top_k": 5}
-        line = {
-            "seq": seq,
-            "kind": "tool",
-            "name": "search_docs",
-            "key": fd.make_key("tool", "search_docs", args),
-            "args": args,
-            "out": {"hits": ["docs/retry-budget.md"], "total": 1},
-            "ms": 0.003,
-        }
-        lines.append(orjson.dumps(line))
-    lines.append(orjson.dumps({"end": {"calls": calls, "status": "ok"}}))
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    """A cassette of ``calls`` small tool calls, line for line as a recording leaves it
+    (checked against faultdeck's recording of the first three)."""
+    like = path.with_suffix(".like.jsonl")
+    deck_call.record([_args(seq) for seq in range(1, 4)], like, OUTPUT)
+    args = (_args(seq) for seq in range(1, calls + 1))
+    deck_call.write_cassette(path, args, like, OUTPUT)
+
+
+def _args(seq: int) -> dict[str, Any]:
+    return {"q": f"retry budget {seq}", "top_k": 5}
 
 
 # Run in a fresh interpreter, so that only what opening the cassette keeps is counted: a

@@ -116,6 +116,8 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
 
 def _ids(ids: list[Any], path: str, number: int, seq: int) -> tuple[str, ...]:
     """A line's ``ids``, checked: a list of strings."""
+    if not ids:
+        return ()  # most lines: an answer that hands out none
     problem = _ids_problem(ids)
     if problem is not None:
         raise CassetteCorrupt(path, number, f"seq {seq}: {problem}", RESTORE)
