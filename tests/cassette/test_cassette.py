@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
-from tests.support.calls import returns
+from tests.support.calls import returns, rules
 
 
 def record_three(path: Path) -> None:
@@ -40,7 +40,7 @@ def test_written_lines_follow_the_format(tmp_path: Path) -> None:
         assert isinstance(call["ms"], (int, float))
         assert "error" not in call
         assert "stream" not in call
-    assert end == {"end": {"calls": 3, "status": "ok"}}
+    assert end == {"end": {"calls": 3, "status": "ok", "rules": rules()}}
 
 
 def test_no_wall_clock_timestamps_in_the_file(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 import faultdeck as fd
 from faultdeck._cassette.reader import load
 from faultdeck._cassette.store import is_url, read_bytes, upload
-from tests.support.calls import never, returns
+from tests.support.calls import never, returns, rules
 from tests.support.children import child_env
 from tests.support.plants import B64, rand
 from tests.support.store import moto_endpoint
@@ -95,7 +95,7 @@ def test_a_recording_appears_in_the_store_only_when_it_closes_cleanly(s3: Any, u
     recording = load(url)
     assert recording.path == url
     assert [e.name for e in recording.entries] == ["search"]
-    assert recording.end == {"calls": 1, "status": "ok"}
+    assert recording.end == {"calls": 1, "status": "ok", "rules": rules()}
 
 
 def test_replay_from_the_store_answers_the_calls(url: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
-from tests.support.calls import returns
+from tests.support.calls import returns, rules
 
 THREADS = 8
 PER_THREAD = 500
@@ -92,7 +92,7 @@ def test_threads_record_whole_lines_and_replay_exactly(tmp_path: Path) -> None:
     assert Counter((c["args"]["thread"], c["args"]["i"]) for c in calls) == Counter(
         (t, i) for t in range(THREADS) for i in range(PER_THREAD)
     )
-    assert end == {"end": {"calls": TOTAL, "status": "ok"}}
+    assert end == {"end": {"calls": TOTAL, "status": "ok", "rules": rules()}}
 
     replayed: dict[int, list[Any]] = {}
     barrier = threading.Barrier(THREADS)
@@ -155,7 +155,7 @@ def test_asyncio_gather_records_and_replays_exactly(tmp_path: Path) -> None:
         assert call["name"] == "think"
         assert call["out"] == {"v": call["args"]["i"] * 7}
     assert sorted(call["args"]["i"] for call in calls) == list(range(ASYNC_CALLS))
-    assert end == {"end": {"calls": ASYNC_CALLS, "status": "ok"}}
+    assert end == {"end": {"calls": ASYNC_CALLS, "status": "ok", "rules": rules()}}
 
     async def must_not_run() -> Any:
         raise AssertionError("a live call ran during replay")
@@ -205,7 +205,7 @@ def test_repeated_identical_calls_replay_each_recorded_output_once(tmp_path: Pat
 
     assert sorted(seen_record) == list(range(1, total + 1))
     _, calls, end = read_lines(path)
-    assert end == {"end": {"calls": total, "status": "ok"}}
+    assert end == {"end": {"calls": total, "status": "ok", "rules": rules()}}
     assert len({call["key"] for call in calls}) == 1
     assert sorted(call["seq"] for call in calls) == list(range(1, total + 1))
     recorded_outputs = Counter(call["out"]["n"] for call in calls)

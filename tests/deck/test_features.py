@@ -14,7 +14,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck._base.config import harness
-from tests.support.calls import never
+from tests.support.calls import never, rules
 
 
 class UpstreamHiccup(Exception):
@@ -227,7 +227,7 @@ def test_from_env_drives_a_program_and_writes_its_report(tmp_path: Path) -> None
         data = json.loads(report.read_text("utf-8"))
         assert data["mode"] == mode
         assert data["live" if mode == "record" else "used"] == 1
-    assert fd.load(cassette).end == {"calls": 1, "status": "ok"}
+    assert fd.load(cassette).end == {"calls": 1, "status": "ok", "rules": rules()}
 
 
 def test_from_env_without_a_cassette_says_what_to_set() -> None:

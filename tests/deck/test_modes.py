@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
-from tests.support.calls import never, returns
+from tests.support.calls import never, returns, rules
 
 
 def live(value: object) -> Callable[[], object]:
@@ -104,7 +104,7 @@ def test_append_replays_hits_and_records_misses(cassette: Path) -> None:
     recording = fd.load(cassette)
     assert [e.args for e in recording.entries][-1] == {"path": "c.md"}
     assert len(recording.entries) == 4
-    assert recording.end == {"calls": 4, "status": "ok"}
+    assert recording.end == {"calls": 4, "status": "ok", "rules": rules()}
     # The appended call now replays too.
     with fd.Deck(cassette, mode="replay") as deck:
         assert deck.call("tool", "read", {"path": "c.md"}, never) == {"bytes": 30}

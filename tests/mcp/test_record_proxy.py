@@ -22,6 +22,7 @@ from mcp import StdioServerParameters
 from faultdeck.mcp._client import as_json
 from tests.mcp.servers import ROOT, http_server
 from tests.mcp.test_serve import http_serve, refused, serve_params
+from tests.support.calls import rules
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +64,7 @@ async def test_record_over_stdio_then_serve_without_the_server(tmp_path: Path) -
     async with mcp.Client(record_params(cassette, *upstream), read_timeout_seconds=60) as client:
         recorded = await use(client)
     # The host closed the proxy's stdin: the recording ended cleanly.
-    assert ended(cassette) == {"calls": 5, "status": "ok"}
+    assert ended(cassette) == {"calls": 5, "status": "ok", "rules": rules()}
     assert recorded[1]["structuredContent"] == {"result": "sunny in Oslo"}
     assert recorded[3]["contents"][0]["text"] == "buy milk"
 
@@ -79,7 +80,7 @@ async def test_record_from_a_url_over_http_stops_on_sigterm(tmp_path: Path) -> N
                 recorded = await use(client)
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=60) == 0
-    assert ended(cassette) == {"calls": 5, "status": "ok"}
+    assert ended(cassette) == {"calls": 5, "status": "ok", "rules": rules()}
     assert recorded[2]["structuredContent"]["hits"] == ["rain: bring an umbrella"]
 
     # The upstream is gone; the cassette answers alone.

@@ -16,3 +16,11 @@ def never() -> Any:
 def returns(value: T) -> Callable[[], T]:
     """A live call that returns ``value`` (a lambda with a default argument, typed)."""
     return lambda: value
+
+
+def rules() -> str:
+    """The fingerprint of the normalization rules a deck with this project's settings keys
+    calls under: what the end line of a cassette it records names (``rules``)."""
+    import faultdeck as fd  # the support module is imported before any test configures
+
+    return str(fd.Deck("never-opened.jsonl", mode="replay")._run.normalizer.fingerprint)

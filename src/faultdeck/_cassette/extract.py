@@ -109,7 +109,8 @@ def extract(cassette: str | os.PathLike[str], seq: int, *, line: int | None = No
 
     Returns:
         The header (with ``"extracted": {"from": cassette, "seq": seq}``), the call's line
-        as recorded, and ``{"end": {"calls": 1, "status": "ok"}}``.
+        as recorded, and ``{"end": {"calls": 1, "status": "ok"}}`` (with the cassette's
+        ``rules``, when its end line names them).
 
     Raises:
         CassetteError: the cassette cannot be read, or has no such call.
@@ -120,7 +121,10 @@ def extract(cassette: str | os.PathLike[str], seq: int, *, line: int | None = No
     header = orjson.loads(lines[0])
     header["extracted"] = {"from": os.fspath(cassette), "seq": seq}
     call = lines[entry.line - 1].rstrip(b"\r")
-    return dumps_line(header) + call + b"\n" + dumps_line({"end": {"calls": 1, "status": "ok"}})
+    end: dict[str, Any] = {"calls": 1, "status": "ok"}
+    if recording.rules is not None:  # keyed as stored there, so here too
+        end["rules"] = recording.rules
+    return dumps_line(header) + call + b"\n" + dumps_line({"end": end})
 
 
 def extract_json(

@@ -133,6 +133,16 @@ _fields = tuple.__iter__
 _RAW = 4  # a HeldEntry keeps its line where an Entry keeps its args
 
 
+def stored_parts(entry: Entry) -> tuple[Any, dict[str, Any] | None]:
+    """An entry's args and, for a ``HeldEntry``, its whole line parsed once (values read
+    from it are fresh copies): what reading the args and then the answer costs, one parse
+    at most."""
+    if type(entry) is HeldEntry:
+        obj: dict[str, Any] = orjson.loads(_item(entry, _RAW))
+        return obj["args"], obj
+    return entry.args, None
+
+
 class HeldEntry(Entry):
     """An entry that keeps its cassette line's bytes and parses ``args``, ``value`` and
     ``meta`` from them when read (each read a fresh parse).
@@ -274,6 +284,12 @@ class Recording:
             (``body_bytes``), by the entry's line number: made once as the line is read,
             while its parsed body is at hand, so that a replay hands the bytes on instead
             of serializing a body it has not touched since.
+        rules: the normalization rules (``Normalizer.fingerprint``) every call in the file
+            was keyed under with its args as stored, so that the same args key the same
+            again under the same rules (``_keys/asis.py``), as its last end line names them;
+            ``None`` when it names none (a call whose args held a path under the project
+            root, or went through a project rule, or was written under other rules) or the
+            file does not end with an end line.
     """
 
     path: str
@@ -285,6 +301,7 @@ class Recording:
     intents: tuple[Intent, ...] = ()
     aborted: frozenset[tuple[int, str]] = frozenset()
     bodies: Mapping[int, bytes] = field(default_factory=dict, compare=False, repr=False)
+    rules: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def interrupted(self) -> bool:

@@ -259,6 +259,7 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
         tuple(intents),
         frozenset(aborted),
         bodies,
+        rules if end is not None and type(rules := end.get("rules")) is str else None,
     )
 
 

@@ -126,6 +126,7 @@ class CassetteSession:
         self._writer: Writer | None = None
         self._file_lock: LockFile | None = None
         self._file_calls = 0
+        self._rules: str | None = None
         self._compact = False
         self._failed: CassetteWriteError | None = None
 
@@ -170,21 +171,33 @@ class CassetteSession:
             ) from None
         self._file_lock = lock
 
-    def start(self, header: Header, *, beside: bool, entries: Iterable[Entry] = ()) -> None:
+    def start(
+        self,
+        header: Header,
+        *,
+        beside: bool,
+        entries: Iterable[Entry] = (),
+        rules: str | None = None,
+    ) -> None:
         """Start a fresh recording with ``header``: in the cassette's place when there is
         none yet, else (``beside``) in the partial file, which replaces it on a clean close.
-        ``entries`` are its first lines (a fork's calls copied from its parent).
+        ``entries`` are its first lines (a fork's calls copied from its parent). ``rules``:
+        the normalization rules its calls are keyed under with their args as stored, for
+        its end line (``Recording.rules``), unless a call written says otherwise.
 
         Raises:
             CassetteWriteError: the disk refused; the session stops and lets go of the lock.
         """
         self.working = self.partial if beside else self.real
         self._writer = Writer(self.working, header=header, durability=self._durability)
+        self._rules = rules
         for entry in entries:
             self.write(entry.to_json())
 
-    def extend(self, recording: Recording) -> None:
-        """Continue ``recording``'s file after its last whole line."""
+    def extend(self, recording: Recording, *, rules: str | None = None) -> None:
+        """Continue ``recording``'s file after its last whole line; ``rules`` as ``start``
+        takes them (``None`` unless the file's calls so far were keyed so under them)."""
+        self._rules = rules
         self.working = os.path.realpath(recording.path)
         self._file_calls = len(recording.entries)
         # Intents and aborts are dropped on a clean close.
@@ -194,17 +207,23 @@ class CassetteSession:
             self.working, header=None, keep_bytes=keep, durability=self._durability
         )
 
-    def write(self, obj: dict[str, Any], *, in_doubt: str | None = None) -> None:
+    def write(
+        self, obj: dict[str, Any], *, in_doubt: str | None = None, rekey: bool = False
+    ) -> None:
         """Append one call's line; nothing when the session does not write.
 
         Args:
             obj: the call's line object (``Entry.to_json``, ``entry_line``).
             in_doubt: how ``resume`` resolved a call in doubt without running it
                 (``skipped``), written beside it.
+            rekey: a replay must normalize args like the call's again to key them (see
+                ``Recording.rules``): the end line then names no rules.
 
         Raises:
             CassetteWriteError: the disk refused; the session stops and lets go of the lock.
         """
+        if rekey:
+            self._rules = None
         if in_doubt is not None:
             obj["in_doubt"] = in_doubt
         self._put(obj)
@@ -248,7 +267,9 @@ class CassetteSession:
         try:
             if writer is None or self.working is None:
                 return
-            end = {"calls": self._file_calls, "status": status}
+            end: dict[str, Any] = {"calls": self._file_calls, "status": status}
+            if self._rules is not None:
+                end["rules"] = self._rules
             if status != "ok":
                 try:
                     writer.write({"end": end})

@@ -72,6 +72,7 @@ class Answering:
     intent: bool = False
     finished: bool = False
     streamed: bool = False
+    rekey: bool = False
 
     # -- the traces ----------------------------------------------------------------------------
 
@@ -119,7 +120,7 @@ class Answering:
             fault,
             ids=ids,
         )
-        file.write(line, in_doubt="skipped" if self.skipped else None)
+        file.write(line, in_doubt="skipped" if self.skipped else None, rekey=self.rekey)
 
     def _learn_recorded(self, entry: Entry, value: Any, *, as_recorded: bool) -> None:
         """Learn the ids a replayed answer hands out (under the run's lock): the ones its
@@ -140,7 +141,7 @@ class Answering:
         normalizer, ids = run.normalizer, run.ids
         if found is None:
             found = normalizer.output_ids(learn)
-        if found or ids.waiting:  # else there is nothing to learn
+        if found or ids.pending:  # else there is nothing to learn
             ids.learn_stored(found, normalizer.output_ids)
         return found if normalizer.config.ids else None
 

@@ -69,6 +69,9 @@ class Call(Answering):
         idempotency_key: the key a side-effecting call runs with, once it starts.
         intent: whether its intent was written.
         finished: whether its end was recorded.
+        rekey: a replay must normalize args like these again to key them (a path under
+            the project root in them, or a project rule): the cassette's end line then
+            names no rules (``Recording.rules``).
     """
 
     def __enter__(self) -> Call:

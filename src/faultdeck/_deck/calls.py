@@ -82,14 +82,6 @@ class Calls:
         """
         return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
 
-    def _replayed(self, kind: str, name: str, args: Any, schema: str, step: Any) -> Any:
-        """A plain replay's value by the short route (``clean.py``), or ``ABSENT``: then
-        ``begin`` decides (also when each call is to take its recorded time)."""
-        run = self._run
-        if not run.clean or self._latency == "recorded":
-            return ABSENT
-        return run.replay_clean(kind, name, args, schema, step)
-
     def take_recorded(
         self,
         kind: str,
@@ -151,9 +143,11 @@ class Calls:
         """
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
-        found = self._replayed(kind, name, args, schema_version, step)
-        if found is not ABSENT:
-            return cast(T, found)
+        run = self._run
+        if run.clean and self._latency != "recorded":  # a plain replay: the short route (clean.py)
+            found = run.replay_clean(kind, name, args, schema_version, step)
+            if found is not ABSENT:
+                return found  # type: ignore[no-any-return]  # the recorded T (cast() is a call)
         # begin() without its keyword arguments: the replay path is hot.
         call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         # inject() and replay() record how the call ended themselves; only a live run needs
@@ -196,9 +190,11 @@ class Calls:
         """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
-        found = self._replayed(kind, name, args, schema_version, step)
-        if found is not ABSENT:
-            return cast(T, found)
+        run = self._run
+        if run.clean and self._latency != "recorded":  # a plain replay: the short route (clean.py)
+            found = run.replay_clean(kind, name, args, schema_version, step)
+            if found is not ABSENT:
+                return found  # type: ignore[no-any-return]  # the recorded T (cast() is a call)
         # begin() without its keyword arguments: the replay path is hot.
         call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         if call.fault is not None:

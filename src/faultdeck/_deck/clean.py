@@ -9,6 +9,11 @@ and gives ``ABSENT`` whenever anything else might apply (the deck not open yet, 
 that may land, a key that needs redaction, an error or stream recorded, a queue used up),
 having changed nothing; ``begin`` then decides the call as always. The result, the log and
 the report are the same either way: only the route is shorter.
+
+Shorter still, when the cassette's calls were keyed under the deck's own rules (``asis``):
+a call whose args are the args stored on the line an in-order replay expects next
+(``ReplayIndex.expected``) has that line's key, by ``_keys/asis.py``, so it is answered
+without normalizing or hashing anything. Any doubt takes the keyed route.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import Any
 from .._base.clock import Clock
 from .._base.context import current_step
 from .._base.errors import ArgumentError
-from .._cassette.format import Entry
+from .._cassette.format import Entry, HeldEntry, stored_parts
+from .._keys.asis import same_args
 from .._keys.canonical import make_key
 from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
@@ -28,6 +34,10 @@ from .._keys.normalize import Normalizer
 from .._keys.redact import Redactor
 from ..faults import FaultRun
 from .index import ReplayIndex
+
+Taken = tuple[Entry, "dict[str, Any] | None"]
+"""A recorded call taken, and its line parsed when reading its args took that (else
+``None``)."""
 
 
 class CleanReplay:
@@ -42,6 +52,8 @@ class CleanReplay:
     redactor: Redactor
     opened: bool
     clean: bool
+    asis: bool
+    as_stored: int
     _closed: bool
     _seq: int
     _fault_run: FaultRun | None
@@ -49,8 +61,11 @@ class CleanReplay:
     def replay_clean(self, kind: str, name: str, args: Any, schema: str, step: Any) -> Any:
         """The recorded value for this call as a fresh copy, or ``ABSENT`` (nothing done)
         when ``begin`` must decide it."""
-        entry = self.take_clean(kind, name, args, schema, step)
-        return ABSENT if entry is None else entry.fresh_value()
+        taken = self._take(kind, name, args, schema, step, None, None)
+        if taken is None:
+            return ABSENT
+        entry, line = taken
+        return line[entry.result] if line is not None else entry.fresh_value()
 
     def take_clean(
         self,
@@ -67,6 +82,19 @@ class CleanReplay:
         default: a recorded value); else ``None`` (nothing done). ``learn``: the part of the
         recorded value whose ids later calls may send back, when the line lists none (the
         whole value by default)."""
+        taken = self._take(kind, name, args, schema, step, accept, learn)
+        return None if taken is None else taken[0]
+
+    def _take(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        schema: str,
+        step: Any,
+        accept: Callable[[Entry], bool] | None,
+        learn: Callable[[Any], Any] | None,
+    ) -> Taken | None:
         if not self.clean or not self.opened:
             return None
         if step is None:
@@ -80,26 +108,54 @@ class CleanReplay:
             faults = self._fault_run
             if faults is not None and not faults.passes(seq, kind, name):
                 return None
-            ids.tentative()
-            try:
-                norm = self.normalizer.args(kind, name, args, ids, redact=False)
-            except ArgumentError:
-                ids.rollback()
-                return None  # begin raises it, with the call numbered
-            key = make_key(kind, name, norm, schema)
-            entry = index.peek(key, seq)
-            if entry is None or (entry.result != "out" if accept is None else not accept(entry)):
-                ids.rollback()
-                return None
-            ids.commit()
+            taken = self._as_stored(kind, name, args, schema, seq) if self.asis else None
+            if taken is not None:
+                entry = taken[0]
+                if entry.result != "out" if accept is None else not accept(entry):
+                    return None  # the keyed route would find it and refuse it too
+                key = entry.key
+                self.as_stored += 1
+            else:
+                ids.tentative()
+                try:
+                    norm = self.normalizer.args(kind, name, args, ids, redact=False)
+                except ArgumentError:
+                    ids.rollback()
+                    return None  # begin raises it, with the call numbered
+                key = make_key(kind, name, norm, schema)
+                found = index.peek(key, seq)
+                if found is None or (
+                    found.result != "out" if accept is None else not accept(found)
+                ):
+                    ids.rollback()
+                    return None
+                ids.commit()
+                entry, taken = found, (found, None)
             self._seq = seq
             index.take_peeked(key, seq, entry)
             # A clean replay's log line (``as_record`` reads it): what the call was and its answer.
             self.log.append((seq, kind, name, key, step, self.clock.now(), entry))
-            found = entry.ids
-            if found is not None:  # the line lists them: no walk, no parse
-                if found or ids.waiting:
-                    ids.learn_stored(found, self.normalizer.output_ids)
+            listed = entry.ids
+            if listed is not None:  # the line lists them: no walk, no parse
+                if listed or ids.pending:
+                    ids.learn_stored(listed, self.normalizer.output_ids)
             else:
-                ids.defer(entry.value if learn is None else learn(entry.value))
-        return entry
+                value = entry.value if taken[1] is None else taken[1][entry.result]
+                ids.defer(value if learn is None else learn(value))
+        return taken
+
+    def _as_stored(self, kind: str, name: str, args: Any, schema: str, seq: int) -> Taken | None:
+        """The line an in-order replay expects next, when ``args`` are its stored args and
+        so key as it did (``_keys/asis.py``); ``None`` when anything is in doubt."""
+        entry = self.index.expected(seq)
+        if entry is None or entry.name != name or entry.kind != kind or entry.schema != schema:
+            return None
+        normalizer, ids = self.normalizer, self.ids
+        if ids.odd:
+            return None
+        stored, line = stored_parts(entry) if type(entry) is HeldEntry else (entry.args, None)
+        if not same_args(args, stored, normalizer.root_utf8):
+            return None
+        if not ids.none_in(stored, normalizer.output_ids):
+            return None
+        return entry, line

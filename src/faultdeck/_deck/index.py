@@ -8,6 +8,10 @@ Keyed matching queues entries by key; strict matching by ``(key, seq)``. A key r
 cassette is. The index counts what the report needs (asked, served, order changes) as it
 goes; how often each key was recorded is counted from the entries when first asked for. It
 has no lock of its own: the deck calls it under its lock.
+
+It also follows the recording in file order (``expected``): the first entry still queued
+after the last one taken, the entry an in-order replay asks for next, which the as-stored
+route (``clean.py``) tries before it keys a call.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from typing import Any
 
 from .._cassette.format import Entry
 from .report import CallRecord, CallRef, Repeat
+
+# How far ahead of its guess ``ReplayIndex`` looks for an entry taken elsewhere.
+_LOOK_AHEAD = 8
 
 
 class Counts(dict[str, int]):
@@ -51,6 +58,7 @@ class ReplayIndex:
     """
 
     __slots__ = (
+        "_cursor",
         "_entries",
         "_last",
         "_last_served_seq",
@@ -70,6 +78,7 @@ class ReplayIndex:
         # A key's entry, or a deque of them when the key was recorded more than once.
         self._queues: dict[Any, Entry | deque[Entry]] = {}
         self._entries: Sequence[Entry] = ()
+        self._cursor = 0
         self._recorded: Counts | None = Counts()
         self._last: dict[str, Entry] = {}
         self._last_served_seq = 0
@@ -103,6 +112,7 @@ class ReplayIndex:
                         queues[entry.key] = deque((held, entry))
         self._queues = queues
         self._entries = entries
+        self._cursor = 0
         self._recorded = None  # counted from the entries when first read
         self.remaining = len(entries)
 
@@ -130,6 +140,7 @@ class ReplayIndex:
             self.remaining -= 1
             if self._repeat_last:
                 self._last[key] = entry
+            self._passed(entry)
             return entry
         # Asked more often than recorded (a retry after an injected fault): with
         # repeat_last the same request gets the same answer again; repeats() still counts it.
@@ -166,6 +177,41 @@ class ReplayIndex:
         if entry.seq < self._last_served_seq:
             self.order_changes += 1
         self._last_served_seq = entry.seq
+        i = self._cursor
+        if i < len(self._entries) and self._entries[i] is entry:  # the guess was right
+            self._cursor = i + 1
+        else:
+            self._passed(entry)
+
+    def expected(self, seq: int) -> Entry | None:
+        """The first entry, in file order from the last one taken, that is still the next of
+        its queue: the answer an in-order replay asks for next at ``seq`` (a guess; ``None``
+        past the end, or when matching is strict and that entry's seq is another). Entries
+        passed over stay queued for ``take``."""
+        entries, i = self._entries, self._cursor
+        n, queues, strict = len(entries), self._queues, self._strict
+        while i < n:
+            entry = entries[i]
+            held = queues.get((entry.key, entry.seq) if strict else entry.key)
+            if held is entry or (type(held) is deque and held and held[0] is entry):
+                self._cursor = i
+                return None if strict and entry.seq != seq else entry
+            i += 1
+        self._cursor = n
+        return None
+
+    def _passed(self, entry: Entry) -> None:
+        """``entry`` was taken: an in-order replay asks for the one after it next (looked for
+        a few entries ahead, past calls a loop skipped; else the guess stays)."""
+        entries, i = self._entries, self._cursor
+        n = len(entries)
+        if i < n and entries[i] is entry:  # the guess was right
+            self._cursor = i + 1
+            return
+        for j in range(i + 1, min(i + _LOOK_AHEAD, n)):
+            if entries[j] is entry:
+                self._cursor = j + 1
+                return
 
     def serve(self, entry: Entry) -> None:
         """Count ``entry`` as served, and as an order change when it was recorded earlier."""

@@ -17,28 +17,22 @@ it closes cleanly, so the store keeps the old cassette after a run that fails.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from .._base import config as _config
 from .._base.clock import Clock
 from .._base.config import Durability
 from .._base.context import current_step
 from .._base.errors import (
     ArgumentError,
-    CassetteWarning,
     ConfigError,
-    HarnessChanged,
     ReplayMiss,
-    warn,
 )
 from .._cassette import store
 from .._cassette.format import Intent, Recording
-from .._cassette.reader import interrupted_warning, load, load_shared
-from .._cassette.session import CassetteSession, make_header
+from .._cassette.session import CassetteSession
 from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
@@ -46,9 +40,10 @@ from .._keys.redact import Redactor
 from ..faults import CallInfo, FaultRun
 from .call import Call, Logged, as_record, recorded_fault
 from .clean import CleanReplay
-from .fork import ForkPoint, start_fork
+from .fork import ForkPoint
 from .index import ReplayIndex
 from .miss import build_miss
+from .opening import Opening
 from .report import CallRecord, Report
 from .reporting import build_report
 
@@ -56,7 +51,7 @@ _REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
 
 
-class Run(CleanReplay):
+class Run(Opening, CleanReplay):
     """A deck's run: its cassette, its calls' decisions and its log, under one lock.
 
     Its state is read and changed under one lock (an ``RLock``), so a deck can be shared
@@ -128,6 +123,10 @@ class Run(CleanReplay):
         self._unseen = 0  # of those seqs, how many left no line (numbered, never written)
         self._faulted = False  # whether any recorded call carries a fault
         self.clean = False  # replaying, no fault recorded: ``replay_clean`` may answer
+        # Replaying lines keyed under this deck's rules: ``take_clean`` may key a call whose
+        # args are a line's stored args as that line (``_keys/asis.py``).
+        self.asis = False
+        self.as_stored = 0  # calls answered so
         self._match = match
         self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
         self.clock = clock
@@ -148,103 +147,6 @@ class Run(CleanReplay):
     def where(self) -> str:
         """The file the recording was read from: the cassette, or its partial file."""
         return self._recording.path if self._recording is not None else self.path
-
-    # -- opening and closing -------------------------------------------------------------
-
-    def open(self) -> None:
-        """Load and lock the cassette as the mode needs; see ``Deck.open``."""
-        with self.lock:
-            if self.opened:
-                return
-            mode = self.configured
-            exists = store.exists(self.path) if self._copy else os.path.exists(self.path)
-            if mode == "once":
-                mode = "replay" if exists else "record"
-            self.mode = mode
-            if mode == "replay":
-                self._use(load_shared(self.path))  # a rehearsal reads it once
-                self.clean = not self._faulted
-            elif mode in ("record", "append", "resume", "fork"):
-                if self._copy is not None:  # the run writes a local copy; the lock is on it
-                    local = self._copy.make(fetch=exists and mode in ("append", "resume"))
-                    self.file = CassetteSession(local, durability=self._durability)
-                    exists = os.path.exists(local)
-                self.file.lock()
-                try:
-                    self._open_for_writing(mode, exists)
-                except BaseException:
-                    self.file.release()
-                    if self._copy is not None:
-                        self._copy.drop()
-                    raise
-            self.opened = True
-
-    def _open_for_writing(self, mode: str, exists: bool) -> None:
-        if mode == "resume" and os.path.exists(self.file.partial):
-            # The newest run recorded there and did not replace the cassette: go on with it.
-            self._continue(load(self.file.partial))
-        elif mode in ("append", "resume") and exists:
-            self._continue(load(self.file.path))
-        else:
-            shared, parent = start_fork(self._fork, root=self._root) if self._fork else (None, None)
-            if shared is not None:
-                self._use(shared)  # the fork replays these and starts its cassette with them
-            header = make_header(
-                match=self._match,
-                root=self._root,
-                environ=self._environ,
-                volatile=self.normalizer.config.volatile,
-                parent=parent,
-            )
-            self.file.start(header, beside=exists, entries=shared.entries if shared else ())
-
-    def _continue(self, recording: Recording) -> None:
-        self._use(recording)
-        if self.mode == "resume":
-            for intent in recording.in_flight():
-                self._in_flight.setdefault(intent.key, deque()).append(intent)
-            self._begun = recording.begun
-            self._unseen = recording.unseen
-        self.file.extend(recording)
-
-    def _use(self, recording: Recording) -> None:
-        self._recording = recording
-        self.index.load(recording.entries)
-        self._faulted = any(e.fault is not None for e in recording.entries)
-        if recording.interrupted and self.mode != "resume":
-            warn(interrupted_warning(recording.path), CassetteWarning)
-        recorded_sha = recording.header.harness.get("git_sha")
-        current_sha = _config.harness(self._root).get("git_sha")
-        if recorded_sha and current_sha and recorded_sha != current_sha:
-            self._harness_changed = (str(recorded_sha), str(current_sha))
-            if self._on_harness_change == "warn":
-                warn(
-                    f"{self.path} was recorded at commit {recorded_sha}, replaying at "
-                    f"{current_sha}; misses may come from code changes since",
-                    HarnessChanged,
-                )
-
-    def close(self, status: str) -> None:
-        """Write the end line (when writing) and release the cassette; once."""
-        with self.lock:
-            if self._closed:
-                return
-            self._closed = True
-            writing = self.file.writing
-            self.file.close(status)
-            if self._copy is not None:
-                working = self.file.working if writing else None
-                self._copy.finish(working, ok=status == "ok", replace=self._replace)
-
-    def abandon(self) -> None:
-        """Release the cassette without an end line; once."""
-        with self.lock:
-            if self._closed:
-                return
-            self._closed = True
-            self.file.abandon()
-            if self._copy is not None:
-                self._copy.drop()
 
     # -- deciding a call -----------------------------------------------------------------
 
@@ -299,6 +201,8 @@ class Run(CleanReplay):
                 fault = self._fault_run.pick(CallInfo(seq, kind, name, call.key))
             if mode in ("record", "off"):
                 call.fault = fault
+                if mode == "record":
+                    call.rekey = self._rekeys(kind, name, args)
                 return call
             head = self.index.peek(key, seq) if self._faulted else None
             if head is not None and head.fault is not None:
@@ -319,8 +223,10 @@ class Run(CleanReplay):
                 call.write = False
                 return call
             if mode == "append":
+                call.rekey = self._rekeys(kind, name, args)
                 return call
             if mode == "resume":
+                call.rekey = self._rekeys(kind, name, args)
                 queue = self._in_flight.get(key)
                 if queue:
                     # In flight when the old run stopped: it goes live, its intent taken over.
@@ -333,6 +239,14 @@ class Run(CleanReplay):
                     self._unseen -= 1
                     return call
             raise self._miss(call)
+
+    def _rekeys(self, kind: str, name: str, args: Any) -> bool:
+        """Whether a replay must normalize args like these again to key them, for a call
+        that runs live and writes its line: they may hold a path under the project root
+        (made relative, it may read as an id or a date-time a second walk changes), or a
+        project rule applies (``Recording.rules``)."""
+        normalizer = self.normalizer
+        return normalizer.has_rule(kind, name) or normalizer.may_move(args)
 
     def _keyed(
         self, kind: str, name: str, args: Any, schema: str, seq: int, replaying: bool

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .asis import id_candidates
+
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # Prefixes of the ids providers hand out (chatcmpl-…, call_…, toolu_…, resp_…).
 _PROVIDER_NAMES = (
@@ -41,6 +43,8 @@ _PROVIDER_NAMES = (
 )
 _PROVIDER_ID = re.compile(rf"(?:{'|'.join(_PROVIDER_NAMES)})[-_][A-Za-z0-9_-]{{6,}}")
 _ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]{8,}")
+# What every id an output hands out is made of (see ``IdMap.odd``).
+_ID_ONLY = re.compile(r"[A-Za-z0-9_.:-]+").fullmatch
 _DIGIT = re.compile(r"\d")
 _GENERATED = re.compile(r"(?=[^\d]*\d)[A-Za-z0-9_.:-]{8,}")
 _PROVIDER_PREFIXES = tuple(f"{name}{sep}" for name in _PROVIDER_NAMES for sep in "-_")
@@ -65,15 +69,24 @@ def looks_like_id(value: str, field_name: str | None) -> bool:
 
 
 class IdMap:
-    """Consistent renaming of volatile ids within one run, in order of first appearance."""
+    """Consistent renaming of volatile ids within one run, in order of first appearance.
 
-    __slots__ = ("_names", "_pending", "_tentative")
+    Attributes:
+        odd: an id learned was not made of id characters only (a hand-written ``ids``
+            list): a string of any shape may then be renamed, which the as-stored replay
+            route (``asis.py``) does not look for, so it steps aside.
+        pending: outputs whose ids are learned only when a later call could send one back
+            (``defer``, ``drain``): most answers are never looked into, and the numbering
+            comes out the same. Read it (a plain list: no call on the hot path); change it
+            only through those methods.
+    """
+
+    __slots__ = ("_names", "_tentative", "odd", "pending")
 
     def __init__(self) -> None:
+        self.odd = False
         self._names: dict[str, str] = {}
-        # Outputs whose ids are learned only when a later call could send one back: most
-        # answers are never looked into, and the numbering comes out the same.
-        self._pending: list[Any] = []
+        self.pending: list[Any] = []
         # How many ids a walk whose key may be thrown away has named (see ``tentative``);
         # -1 outside such a walk. Named ids are the newest in ``_names``, so a rollback
         # pops them.
@@ -102,6 +115,8 @@ class IdMap:
         for raw in ids:
             if raw not in names:
                 names[raw] = f"«id:{len(names) + 1}»"
+                if not _ID_ONLY(raw):
+                    self.odd = True
 
     def tentative(self) -> None:
         """From now on remember which ids ``name`` adds, until ``commit`` or ``rollback``.
@@ -122,26 +137,41 @@ class IdMap:
             names.popitem()
         self._tentative = -1
 
+    def none_in(self, value: Any, collect: Callable[[Any], list[str]]) -> bool:
+        """Whether no string in ``value`` (a JSON value) has a placeholder, once the outputs
+        waiting are learned, as a walk learns them before it looks (``collect`` finds an
+        output's ids). Only strings an id can be are looked at (``asis.id_candidates``),
+        and none while no id is known or waiting."""
+        if not self._names and not self.pending:
+            return True
+        found = id_candidates(value)
+        if not found:
+            return True
+        if self.pending:
+            self.drain(collect)
+        names = self._names
+        return not any(raw in names for raw in found)
+
     @property
     def waiting(self) -> bool:
         """Whether outputs wait to have their ids learned."""
-        return bool(self._pending)
+        return bool(self.pending)
 
     def defer(self, output: Any) -> None:
         """Remember an output whose ids are learned when they may be needed (``drain``)."""
-        self._pending.append(output)
+        self.pending.append(output)
 
     def learn_stored(self, ids: Iterable[str], collect: Callable[[Any], list[str]]) -> None:
         """Learn the ids a cassette line lists (found when it was recorded), after any
         outputs still waiting: the numbering comes out as if the line's output were
         deferred and drained, without walking it."""
-        if self._pending:
+        if self.pending:
             self.drain(collect)
         self.learn(ids)
 
     def drain(self, collect: Callable[[Any], list[str]]) -> None:
         """Learn the ids of every remembered output, in the order they came."""
-        pending, self._pending = self._pending, []
+        pending, self.pending = self.pending, []
         for output in pending:
             self.learn(collect(output))
 

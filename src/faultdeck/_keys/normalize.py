@@ -16,12 +16,15 @@ accept the replayed bodies.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from .._base.errors import ArgumentError
 from .ids import (
@@ -36,7 +39,17 @@ from .ids import (
     is_id_field,
 )
 from .names import CREDENTIAL_FIELDS, DROP, SECRET
-from .outputs import INT_LIMIT, is_epoch, is_time_field, locate, scrub
+from .outputs import (
+    _TIME_NAMES,
+    _TIME_SUFFIXES,
+    EPOCH_MS,
+    EPOCH_S,
+    INT_LIMIT,
+    is_epoch,
+    is_time_field,
+    locate,
+    scrub,
+)
 from .redact import Redactor, secret_number
 
 Rule = Callable[[Any], Any]
@@ -55,6 +68,9 @@ _INT_RULES = _VOLATILE | _TIME | _SECRET
 _NAMES_CACHED = 4096
 # Shorter strings cannot hold a secret of any built-in shape nor pass the secret-field rule.
 _REDACT_MIN = 12
+# Part of ``Normalizer.fingerprint``: raise it when the walk changes what it makes of a value
+# in a way the patterns and names it hashes do not show.
+RULES_VERSION = 1
 
 
 class _NotJSON(Exception):
@@ -96,22 +112,67 @@ class Normalizer:
             key is made from what is stored); ``None`` to normalize only.
     """
 
-    __slots__ = ("_config", "_names", "_plain", "_redacting", "_redactor")
+    __slots__ = (
+        "_config",
+        "_fingerprint",
+        "_names",
+        "_plain",
+        "_redacting",
+        "_redactor",
+        "_root_json",
+        "_root_utf8",
+    )
 
     def __init__(
         self, config: NormalizeConfig | None = None, redactor: Redactor | None = None
     ) -> None:
-        self._config = config or NormalizeConfig()
+        self._config = config = config or NormalizeConfig()
         self._redactor = redactor
         self._names: dict[str, int] = {}
         # One walk, made twice: with redaction and without (replay tries that first).
         self._plain = self._make_walk(None)
         self._redacting = self._make_walk(redactor) if redactor is not None else self._plain
+        self._fingerprint = _fingerprint(config)
+        prefix = (config.root.rstrip(os.sep) + os.sep) if config.root else None
+        # The root's prefix as JSON writes it in a string (escapes and all), and as UTF-8.
+        self._root_json = orjson.dumps(prefix)[1:-1] if prefix is not None else None
+        self._root_utf8 = prefix.encode("utf-8", "surrogatepass") if prefix is not None else None
 
     @property
     def config(self) -> NormalizeConfig:
         """The rules in force."""
         return self._config
+
+    @property
+    def fingerprint(self) -> str:
+        """The rules a key depends on, but for the project root and the run's ids, as 16
+        hex: the fields stripped and volatile, whether ids and date-times are renamed, the
+        names of the project's rules, and the shapes and names the walk looks for. A
+        cassette's end line names the fingerprint its calls were keyed under (``rules``)."""
+        return self._fingerprint
+
+    @property
+    def root_utf8(self) -> bytes | None:
+        """The project root's path prefix (with its separator) as UTF-8; ``None`` without a
+        root."""
+        return self._root_utf8
+
+    def has_rule(self, kind: str, name: str) -> bool:
+        """Whether a project rule applies to the call ``kind`` ``name``."""
+        rules = self._config.rules
+        return bool(rules) and (f"{kind}:{name}" in rules or name in rules)
+
+    def may_move(self, args: Any) -> bool:
+        """Whether normalizing ``args`` may make a path under the project root relative:
+        the root's prefix stands somewhere in them (a field name too, or a string that only
+        contains it: a superset, cheap to check)."""
+        root = self._root_json
+        if root is None:
+            return False
+        try:
+            return root in orjson.dumps(args)
+        except TypeError:  # what JSON cannot hold (a field normalization strips): assume so
+            return True
 
     def args(self, kind: str, name: str, args: Any, ids: IdMap, *, redact: bool = True) -> Any:
         """Return the normalized copy of a call's args, renaming ids through ``ids``.
@@ -192,7 +253,7 @@ class Normalizer:
                     n = len(value)
                 # Ids are 8+ characters without spaces (see looks_like_id): prose skips this.
                 if use_ids and n >= 8 and " " not in value:
-                    if ids.waiting and could_be_id(value):
+                    if ids.pending and could_be_id(value):
                         ids.drain(output_ids)
                     known = ids.get(value)
                     if known is not None:
@@ -281,3 +342,19 @@ class Normalizer:
         if not self._config.output_times:
             return out
         return scrub(out, seq)
+
+
+def _fingerprint(config: NormalizeConfig) -> str:
+    """``Normalizer.fingerprint`` of ``config``."""
+    facts = {
+        "v": RULES_VERSION,
+        "strip": sorted(config.strip_fields),
+        "volatile": sorted(config.volatile),
+        "ids": config.ids,
+        "timestamps": config.timestamps,
+        "rules": sorted(config.rules),
+        "shapes": [_UUID.pattern, _PROVIDER_ID.pattern, _GENERATED.pattern, _DATETIME.pattern],
+        "names": [sorted(CREDENTIAL_FIELDS), sorted(_TIME_NAMES), list(_TIME_SUFFIXES)],
+        "numbers": [list(EPOCH_S), list(EPOCH_MS), str(INT_LIMIT)],
+    }
+    return hashlib.sha256(orjson.dumps(facts, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

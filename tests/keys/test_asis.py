@@ -1,0 +1,135 @@
+"""The pieces of the as-stored route (``_keys/asis.py``) and the facts the recorder writes
+for it: the rules' fingerprint, the exact comparison of args, the strings an id can be, and
+whether args may hold a path under the project root."""
+
+from __future__ import annotations
+
+import collections
+import enum
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+import faultdeck as fd
+from faultdeck._keys.asis import id_candidates, same_args
+from faultdeck._keys.ids import IdMap
+from faultdeck._keys.normalize import Normalizer
+
+BASE = fd.NormalizeConfig(root="/proj")
+
+
+def test_the_fingerprint_names_every_rule_a_key_depends_on_but_the_root() -> None:
+    fingerprint = Normalizer(BASE).fingerprint
+    assert len(fingerprint) == 16
+    assert Normalizer(replace(BASE)).fingerprint == fingerprint
+    assert Normalizer(replace(BASE, root="/elsewhere")).fingerprint == fingerprint
+    changed = [
+        replace(BASE, strip_fields=BASE.strip_fields | {"x-trace"}),
+        replace(BASE, volatile=frozenset({"nonce"})),
+        replace(BASE, ids=False),
+        replace(BASE, timestamps=False),
+        replace(BASE, rules={"tool:search": lambda args: args}),
+    ]
+    prints = {Normalizer(c).fingerprint for c in changed}
+    assert len(prints) == len(changed)
+    assert fingerprint not in prints
+
+
+class Mode(enum.StrEnum):
+    FAST = "fast"
+
+
+class Word(str):
+    pass
+
+
+STORED = {"q": "fast", "n": 5, "x": 1.5, "on": True, "tags": ["a"], "none": None}
+
+
+@pytest.mark.parametrize(
+    ("args", "same"),
+    [
+        (dict(STORED), True),
+        ({**STORED, "n": 5.0}, False),
+        ({**STORED, "n": True}, False),
+        ({**STORED, "on": 1}, False),
+        ({**STORED, "x": math.nan}, False),
+        ({**STORED, "none": math.nan}, False),
+        ({**STORED, "q": Mode.FAST}, False),
+        ({**STORED, "q": Word("fast")}, False),
+        ({**STORED, "tags": ("a",)}, False),
+        (collections.OrderedDict(STORED), False),
+        (dict(reversed(STORED.items())), False),
+        ({**STORED, "extra": 0}, False),
+        ({**STORED, "q": "/proj/fast"}, False),
+    ],
+)
+def test_args_are_the_stored_args_only_value_for_value_and_type_for_type(
+    args: Any, same: bool
+) -> None:
+    assert same_args(args, STORED, b"/proj/") is same
+
+
+def test_args_holding_a_path_under_the_root_are_never_as_stored() -> None:
+    stored = {"path": "/proj/docs/a.md"}
+    assert same_args(dict(stored), stored, None)
+    assert not same_args(dict(stored), stored, b"/proj/")
+
+
+def test_the_strings_an_id_can_be_are_the_long_ones_made_of_id_characters() -> None:
+    stored = {
+        "model": "gpt-4o-mini",
+        "ref": "0b8e3b5c-6f7e-4d2a-9c1b-3e5f7a9b1c2d",
+        "short": "abc1",
+        "prose": "call_12345678 is here",
+        "path": "docs/readme.md",
+        "quoted": 'say "call_12345678"',
+        "list": ["call_Zx81Kq0pLm"],
+    }
+    found = id_candidates(stored)
+    assert "gpt-4o-mini" in found
+    assert "0b8e3b5c-6f7e-4d2a-9c1b-3e5f7a9b1c2d" in found
+    assert "call_Zx81Kq0pLm" in found
+    assert "abc1" not in found
+    assert "docs/readme.md" not in found
+    assert "call_12345678 is here" not in found
+    assert "call_12345678" not in found  # in prose, and quoted inside a string
+
+
+def test_an_id_map_knows_none_of_the_strings_until_it_learns_one() -> None:
+    ids = IdMap()
+    stored = {"model": "gpt-4o-mini"}
+    assert ids.none_in(stored, Normalizer().output_ids)
+    ids.defer({"id": "gpt-4o-mini"})  # learned only when looked for
+    assert not ids.none_in(stored, Normalizer().output_ids)
+    assert not ids.pending
+    assert not ids.odd
+    ids.learn(["docs/readme.md"])
+    assert ids.odd
+
+
+@pytest.mark.parametrize(
+    ("root", "args", "moves"),
+    [
+        (None, {"p": "/proj/a"}, False),
+        ("/proj", {"p": "/proj/a"}, True),
+        ("/proj", {"p": "/project/a"}, False),
+        ("/proj", {"/proj/a": 1}, True),  # a field name: a superset is fine
+        ('/pr"oj', {"p": '/pr"oj/a'}, True),  # the prefix as JSON escapes it
+        ("/proj", {"p": ["x", "/proj/b"]}, True),
+    ],
+)
+def test_args_may_move_when_the_roots_prefix_stands_in_them(
+    root: str | None, args: Any, moves: bool
+) -> None:
+    assert Normalizer(replace(BASE, root=root)).may_move(args) is moves
+
+
+def test_a_rule_is_found_by_kind_and_name_or_by_name() -> None:
+    normalizer = Normalizer(replace(BASE, rules={"tool:a": lambda x: x, "b": lambda x: x}))
+    assert normalizer.has_rule("tool", "a")
+    assert not normalizer.has_rule("model", "a")
+    assert normalizer.has_rule("model", "b")
+    assert not Normalizer(BASE).has_rule("tool", "a")
