@@ -124,7 +124,7 @@ def write_cassette(
 ) -> None:
     """A cassette of search_docs calls on ``args`` answering ``output``, written line for
     line as faultdeck writes one: ``like`` is faultdeck's recording of the first calls, whose
-    header it takes and whose lines it must equal but for ``ms``."""
+    header and end line it takes and whose lines it must equal but for ``ms``."""
     recorded = like.read_bytes().splitlines()
     lines = [recorded[0]]
     for seq, a in enumerate(args, start=1):
@@ -132,7 +132,8 @@ def write_cassette(
         line = {"seq": seq, "kind": "tool", "name": "search_docs", "key": key, "args": a}
         line.update(out=output, ms=0.003, ids=[])
         lines.append(orjson.dumps(line))
-    lines.append(orjson.dumps({"end": {"calls": len(lines) - 1, "status": "ok"}}))
+    end = orjson.loads(recorded[-1])["end"]  # its status and rules, with this many calls
+    lines.append(orjson.dumps({"end": {**end, "calls": len(lines) - 1}}))
     for ours, theirs in zip(lines[1:], recorded[1:-1], strict=False):
         if {**orjson.loads(ours), "ms": 0} != {**orjson.loads(theirs), "ms": 0}:
             raise AssertionError(f"the written cassette differs from faultdeck's: {theirs!r}")

@@ -8,7 +8,7 @@ the memory a replaying deck keeps once it has opened it.
 
 The cassette is written directly in format v1, as a recording leaves it: a recording's
 header, the call lines (checked to equal that recording's of the first calls but for ``ms``),
-an end line.
+the recording's end line.
 """
 
 from __future__ import annotations

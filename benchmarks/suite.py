@@ -247,8 +247,8 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
         "is hashlib.sha256(orjson.dumps(args, option=OPT_SORT_KEYS)).hexdigest()[:16] and "
         "a dict lookup, returning the stored output with no copy.",
         f"Deck.call at N={big:,}: the cassette is written directly, with a recording's "
-        f"header and in lines checked to equal that recording's of the first calls but for "
-        f"ms; each side opens a fresh deck per run.",
+        f"header and end line and in lines checked to equal that recording's of the first "
+        f"calls but for ms; each side opens a fresh deck per run.",
         "Memory: a fresh Python opens a tiny cassette first (imports, caches), then starts "
         "tracemalloc, opens the 100,000-call cassette with Deck(path, mode='replay').open() "
         "and reads tracemalloc's current size after gc.collect(); divided by the file's size.",

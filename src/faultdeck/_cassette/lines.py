@@ -20,9 +20,9 @@ RESTORE = "restore it from version control or re-record it"
 # The kinds as shared strings: each line's kind is read as the one of these it equals, so a
 # long recording holds one copy of each (and of each name, interned) instead of one per line.
 _KIND = {k: k for k in KINDS}
-_FAST_KINDS = {k: k for k in KINDS if k != "http"}  # http lines are checked in full
-# Each fast kind's key prefix ("tool:"), to check a key with one call.
-_KEY_PREFIX = {k: k + ":" for k in _FAST_KINDS}
+# The kinds checked in one go (http lines are checked in full), each as its shared string and
+# its key's prefix ("tool:"), found in one lookup.
+_FAST = {k: (k, k + ":") for k in KINDS if k != "http"}
 _intern = sys.intern
 # A named tuple's own constructor goes through a generated function; the entries of a long
 # recording are built straight from their fields (measured: a tenth of a load).
@@ -39,28 +39,30 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
         CassetteCorrupt: the line is not a valid call (the error names what is wrong).
     """
     # The common case, a well-formed out line of an in-process call, checked and built in
-    # one go; anything else takes the careful path below, which names what is wrong.
+    # one go (its fields read by subscript, cheaper than get); anything else takes the
+    # careful path below, which names what is wrong.
+    try:
+        seq: Any = obj["seq"]
+        fast: Any = _FAST.get(obj["kind"])
+        key: Any = obj["key"]
+        name: Any = obj["name"]
+        args: Any = obj["args"]
+        out: Any = obj["out"]
+    except (KeyError, TypeError):  # a field missing, or a kind that is no string
+        return _checked_entry(obj, path, number, raw)
     get = obj.get
-    seq: Any = obj["seq"]
-    kind: Any = get("kind")
-    key: Any = get("key")
     ms: Any = get("ms", 0)
     schema: Any = get("schema", SCHEMA_DEFAULT)
-    name: Any = get("name")
     ids: Any = get("ids")
-    out: Any = get("out", obj)  # the line itself stands for "no out"
     if (
-        out is not obj
+        fast is not None
         and "error" not in obj
         and "stream" not in obj
         and "fault" not in obj
-        and "args" in obj
         and type(seq) is int
         and seq > 0
-        and type(kind) is str
-        and kind in _FAST_KINDS
         and type(key) is str
-        and key.startswith(_KEY_PREFIX[kind])
+        and key.startswith(fast[1])
         and (type(ms) is int or type(ms) is float)
         and ms >= 0
         and type(schema) is str
@@ -68,8 +70,10 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
         and name
         and (ids is None or type(ids) is list)
     ):
-        if ids is not None:
+        if ids:
             ids = _ids(ids, path, number, seq)
+        elif ids is not None:
+            ids = ()  # most lines: an answer that hands out none
         if schema is not SCHEMA_DEFAULT:
             schema = _intern(schema)
         if raw is not None:
@@ -77,7 +81,7 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
                 HeldEntry,
                 (
                     seq,
-                    _FAST_KINDS[kind],
+                    fast[0],
                     _intern(name),
                     key,
                     raw,  # held in place of the args
@@ -96,10 +100,10 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
             Entry,
             (
                 seq,
-                _FAST_KINDS[kind],
+                fast[0],
                 _intern(name),
                 key,
-                obj["args"],
+                args,
                 "out",
                 out,
                 ms,
@@ -116,8 +120,6 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
 
 def _ids(ids: list[Any], path: str, number: int, seq: int) -> tuple[str, ...]:
     """A line's ``ids``, checked: a list of strings."""
-    if not ids:
-        return ()  # most lines: an answer that hands out none
     problem = _ids_problem(ids)
     if problem is not None:
         raise CassetteCorrupt(path, number, f"seq {seq}: {problem}", RESTORE)

@@ -220,7 +220,7 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
     intents: list[Intent] = []
     aborted: set[tuple[int, str]] = set()
     end: dict[str, Any] | None = None
-    loads = orjson.loads
+    loads, append, below = orjson.loads, entries.append, HOLD_LINES_BELOW
     for number, raw in enumerate(lines[1:], start=2):
         try:
             obj = loads(raw)
@@ -231,10 +231,10 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
         if type(obj) is not dict:
             raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
         if "seq" in obj:
-            if len(raw) < HOLD_LINES_BELOW:
-                entries.append(entry(obj, path, number, raw if hold else None))
+            if len(raw) < below:
+                append(entry(obj, path, number, raw if hold else None))
             else:
-                entries.append(made := entry(obj, path, number))
+                append(made := entry(obj, path, number))
                 if made.result == "out" and (body := http_body(made.value)) is not None:
                     bodies[number] = body
         elif "begin" in obj:

@@ -127,6 +127,9 @@ class Run(Opening, CleanReplay):
         # args are a line's stored args as that line (``_keys/asis.py``).
         self.asis = False
         self.as_stored = 0  # calls answered so
+        # Every call so far answered by that route, in file order from the first line: the
+        # run has learned the ids the recording had learned there, and named none.
+        self.aligned = True
         self._match = match
         self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
         self.clock = clock
@@ -182,6 +185,7 @@ class Run(Opening, CleanReplay):
             if self._closed:
                 raise ConfigError(f"deck for {self.path} is closed; open a new Deck")
             self._seq += 1
+            self.aligned = False  # a call the short route did not answer
             seq = self._seq
             mode = self.mode
             if mode == "fork" and seq > self._at:
