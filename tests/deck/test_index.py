@@ -148,3 +148,55 @@ def test_taking_what_peek_gave_counts_as_take_and_serve_do() -> None:
         assert peeked.asked == taken.asked
         assert list(peeked.unused()) == list(taken.unused())
         assert peeked.take("tool:a", 6) == taken.take("tool:a", 6)
+
+
+def in_order(index: ReplayIndex, count: int) -> list[Entry]:
+    """Take ``count`` answers as an in-order replay does: the expected one each time."""
+    taken = []
+    for seq in range(1, count + 1):
+        expected = index.expected(seq)
+        assert expected is not None
+        index.take_next(expected)
+        taken.append(expected)
+    return taken
+
+
+def test_in_order_takes_are_counted_as_the_keyed_takes_would_count_them() -> None:
+    fast, keyed_index = keyed(repeat_last=True), keyed(repeat_last=True)
+    taken = in_order(fast, 4)
+    assert taken == list(ENTRIES[:4])
+    for e in ENTRIES[:4]:
+        keyed_index.take_peeked(e.key, e.seq, keyed_index.peek(e.key, e.seq) or e)
+    for index in (fast, keyed_index):
+        assert index.remaining == 1
+        assert index.served == 4
+        assert index.order_changes == 0
+        assert index.asked == {"tool:a": 2, "tool:b": 1, "tool:c": 1}
+        assert list(index.unused()) == [ENTRIES[4]]
+    # The last answer of each key is remembered for a repeat, as by any take.
+    assert fast.take("tool:b", 5) is ENTRIES[1]
+    assert fast.take("tool:a", 6) is ENTRIES[4]  # still queued: the next of its key
+    assert fast.take("tool:a", 7) is ENTRIES[4]  # then repeated
+
+
+def test_a_keyed_take_after_in_order_ones_sees_them_taken() -> None:
+    index = keyed()
+    in_order(index, 2)
+    assert index.take("tool:a", 3) is ENTRIES[2]  # entries 1 and 2 are gone from the queues
+    assert index.expected(4) is ENTRIES[3]
+    index.take_next(ENTRIES[3])
+    assert index.take("tool:a", 5) is ENTRIES[4]
+    assert index.remaining == 0
+    assert index.asked == {"tool:a": 3, "tool:b": 1, "tool:c": 1}
+    assert index.expected(6) is None
+
+
+def test_strict_matching_expects_an_entry_only_at_its_own_seq() -> None:
+    index = ReplayIndex(strict=True, repeat_last=False)
+    index.load(ENTRIES)
+    assert index.expected(2) is None  # the next line was recorded at seq 1
+    assert index.expected(1) is ENTRIES[0]
+    index.take_next(ENTRIES[0])
+    assert index.expected(2) is ENTRIES[1]
+    assert index.peek("tool:a", 1) is None
+    assert index.peek("tool:a", 3) is ENTRIES[2]

@@ -117,6 +117,7 @@ class CleanReplay:
                     return None  # the keyed route would find it and refuse it too
                 key = entry.key
                 self.as_stored += 1
+                index.take_next(entry)
             else:
                 self.aligned = False
                 ids.tentative()
@@ -134,8 +135,8 @@ class CleanReplay:
                     return None
                 ids.commit()
                 entry, taken = found, (found, None)
+                index.take_peeked(key, seq, entry)
             self._seq = seq
-            index.take_peeked(key, seq, entry)
             # A clean replay's log line (``as_record`` reads it): what the call was and its answer.
             self.log.append((seq, kind, name, key, step, self.clock.now(), entry))
             listed = entry.ids

@@ -11,7 +11,11 @@ has no lock of its own: the deck calls it under its lock.
 
 It also follows the recording in file order (``expected``): the first entry still queued
 after the last one taken, the entry an in-order replay asks for next, which the as-stored
-route (``clean.py``) tries before it keys a call.
+route (``clean.py``) tries before it keys a call. While every answer so far was taken that
+way (``take_next``), from the first line on, the entries before the cursor are exactly the
+ones taken: such a take only moves the cursor, and the queues and counts catch up (in one
+pass) when anything else reads or takes. A long in-order replay then never touches a
+dict per call.
 """
 
 from __future__ import annotations
@@ -47,29 +51,23 @@ class ReplayIndex:
         strict: queue by ``(key, seq)``, so that a call's seq must agree too.
         repeat_last: a call asked more often than it was recorded gets the last recorded
             answer again instead of nothing.
-
-    Attributes:
-        remaining: recorded calls not served yet.
-        asked: how often each key was asked (0 for a key never asked).
-        recorded: how often each key was recorded (0 for a key not in the recording).
-        served: answers taken from the recording and served.
-        order_changes: answers that came from earlier in the recording than the answer
-            served just before them.
     """
 
     __slots__ = (
+        "_asked",
         "_cursor",
         "_entries",
+        "_in_order",
         "_last",
         "_last_served_seq",
+        "_order_changes",
         "_queues",
         "_recorded",
+        "_remaining",
         "_repeat_last",
+        "_served",
+        "_settled",
         "_strict",
-        "asked",
-        "order_changes",
-        "remaining",
-        "served",
     )
 
     def __init__(self, *, strict: bool, repeat_last: bool) -> None:
@@ -79,13 +77,17 @@ class ReplayIndex:
         self._queues: dict[Any, Entry | deque[Entry]] = {}
         self._entries: Sequence[Entry] = ()
         self._cursor = 0
+        # Every answer so far taken in file order by ``take_next``; the ones before
+        # ``_cursor`` from ``_settled`` on are not yet out of the queues and counts.
+        self._in_order = True
+        self._settled = 0
         self._recorded: Counts | None = Counts()
         self._last: dict[str, Entry] = {}
         self._last_served_seq = 0
-        self.remaining = 0
-        self.asked = Counts()
-        self.served = 0
-        self.order_changes = 0
+        self._remaining = 0
+        self._asked = Counts()
+        self._served = 0
+        self._order_changes = 0
 
     def load(self, entries: Sequence[Entry]) -> None:
         """Queue ``entries`` (in file order) in place of whatever was queued before."""
@@ -112,9 +114,37 @@ class ReplayIndex:
                         queues[entry.key] = deque((held, entry))
         self._queues = queues
         self._entries = entries
-        self._cursor = 0
+        self._cursor = self._settled = 0
+        self._in_order = True
         self._recorded = None  # counted from the entries when first read
-        self.remaining = len(entries)
+        self._remaining = len(entries)
+
+    # -- what the report reads -------------------------------------------------------------
+
+    @property
+    def remaining(self) -> int:
+        """Recorded calls not served yet."""
+        self._settle()
+        return self._remaining
+
+    @property
+    def served(self) -> int:
+        """Answers taken from the recording and served."""
+        self._settle()
+        return self._served
+
+    @property
+    def order_changes(self) -> int:
+        """Answers that came from earlier in the recording than the answer served just
+        before them."""
+        self._settle()
+        return self._order_changes
+
+    @property
+    def asked(self) -> Counts:
+        """How often each key was asked (0 for a key never asked)."""
+        self._settle()
+        return self._asked
 
     @property
     def recorded(self) -> Counts:
@@ -123,9 +153,13 @@ class ReplayIndex:
             self._recorded = Counts(Counter(e.key for e in self._entries))
         return self._recorded
 
+    # -- taking answers --------------------------------------------------------------------
+
     def take(self, key: str, seq: int) -> Entry | None:
         """The answer for the call ``key`` at ``seq``, or ``None``; the ask is counted."""
-        asked = self.asked
+        self._settle()
+        self._in_order = False
+        asked = self._asked
         asked[key] = asked.get(key, 0) + 1
         qkey = (key, seq) if self._strict else key
         held = self._queues.get(qkey)
@@ -137,7 +171,7 @@ class ReplayIndex:
                 entry = held.popleft()
             else:
                 return self._last.get(key)
-            self.remaining -= 1
+            self._remaining -= 1
             if self._repeat_last:
                 self._last[key] = entry
             self._passed(entry)
@@ -148,12 +182,14 @@ class ReplayIndex:
 
     def has(self, key: str, seq: int) -> bool:
         """Whether ``take(key, seq)`` would give an answer (without counting the ask)."""
+        self._settle()
         if self._queues.get((key, seq) if self._strict else key):
             return True
         return key in self._last
 
     def peek(self, key: str, seq: int) -> Entry | None:
         """The answer ``take(key, seq)`` would give from its queue, not taken."""
+        self._settle()
         held = self._queues.get((key, seq) if self._strict else key)
         if type(held) is deque:
             return held[0] if held else None
@@ -161,35 +197,30 @@ class ReplayIndex:
 
     def take_peeked(self, key: str, seq: int, entry: Entry) -> None:
         """``take`` and ``serve`` in one, for ``entry``, which ``peek(key, seq)`` just gave."""
-        asked = self.asked
-        asked[key] = asked.get(key, 0) + 1
-        qkey = (key, seq) if self._strict else key
-        queues = self._queues
-        held = queues[qkey]
-        if held is entry:
-            del queues[qkey]
+        self._settle()
+        self._in_order = False
+        self._taken(key, (key, seq) if self._strict else key, entry)
+        self._passed(entry)
+
+    def take_next(self, entry: Entry) -> None:
+        """``take`` and ``serve`` in one, for ``entry``, which ``expected`` just gave: while
+        every answer so far came this way, only the cursor moves."""
+        if self._in_order:
+            self._cursor += 1
         else:
-            held.popleft()  # type: ignore[union-attr]  # not the entry: its deque
-        self.remaining -= 1
-        if self._repeat_last:
-            self._last[key] = entry
-        self.served += 1
-        if entry.seq < self._last_served_seq:
-            self.order_changes += 1
-        self._last_served_seq = entry.seq
-        i = self._cursor
-        if i < len(self._entries) and self._entries[i] is entry:  # the guess was right
-            self._cursor = i + 1
-        else:
-            self._passed(entry)
+            self.take_peeked(entry.key, entry.seq, entry)
 
     def expected(self, seq: int) -> Entry | None:
         """The first entry, in file order from the last one taken, that is still the next of
         its queue: the answer an in-order replay asks for next at ``seq`` (a guess; ``None``
         past the end, or when matching is strict and that entry's seq is another). Entries
         passed over stay queued for ``take``."""
-        entries, i = self._entries, self._cursor
-        n, queues, strict = len(entries), self._queues, self._strict
+        entries, i, strict = self._entries, self._cursor, self._strict
+        n = len(entries)
+        if self._in_order:  # the entries from the cursor on are all still queued, in order
+            entry = entries[i] if i < n else None
+            return None if entry is None or (strict and entry.seq != seq) else entry
+        queues = self._queues
         while i < n:
             entry = entries[i]
             held = queues.get((entry.key, entry.seq) if strict else entry.key)
@@ -199,6 +230,43 @@ class ReplayIndex:
             i += 1
         self._cursor = n
         return None
+
+    def serve(self, entry: Entry) -> None:
+        """Count ``entry`` as served, and as an order change when it was recorded earlier."""
+        self._settle()
+        self._served += 1
+        if entry.seq < self._last_served_seq:
+            self._order_changes += 1
+        self._last_served_seq = entry.seq
+
+    def _taken(self, key: str, qkey: Any, entry: Entry) -> None:
+        """``entry``, the next of its queue ``qkey``, is taken and served."""
+        queues = self._queues
+        held = queues[qkey]
+        if held is entry:
+            del queues[qkey]
+        else:
+            held.popleft()  # type: ignore[union-attr]  # not the entry: its deque
+        asked = self._asked
+        asked[key] = asked.get(key, 0) + 1
+        self._remaining -= 1
+        if self._repeat_last:
+            self._last[key] = entry
+        self._served += 1
+        if entry.seq < self._last_served_seq:
+            self._order_changes += 1
+        self._last_served_seq = entry.seq
+
+    def _settle(self) -> None:
+        """Take the entries ``take_next`` passed over, as ``take_peeked`` would have."""
+        start, end = self._settled, self._cursor
+        if not self._in_order or start == end:
+            return
+        self._settled = end
+        strict = self._strict
+        for entry in self._entries[start:end]:
+            key = entry.key
+            self._taken(key, (key, entry.seq) if strict else key, entry)
 
     def _passed(self, entry: Entry) -> None:
         """``entry`` was taken: an in-order replay asks for the one after it next (looked for
@@ -213,15 +281,11 @@ class ReplayIndex:
                 self._cursor = j + 1
                 return
 
-    def serve(self, entry: Entry) -> None:
-        """Count ``entry`` as served, and as an order change when it was recorded earlier."""
-        self.served += 1
-        if entry.seq < self._last_served_seq:
-            self.order_changes += 1
-        self._last_served_seq = entry.seq
+    # -- what is left ----------------------------------------------------------------------
 
     def unused(self) -> Iterator[Entry]:
         """The recorded calls not taken, queue by queue."""
+        self._settle()
         for held in self._queues.values():
             if type(held) is deque:
                 yield from held
