@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._base.clock import Clock
-from .._base.context import current_step
+from .._base.context import step_now
 from .._base.errors import ArgumentError
 from .._cassette.format import Entry, HeldEntry, stored_parts
 from .._keys.asis import same_args
@@ -99,7 +99,7 @@ class CleanReplay:
         if not self.clean or not self.opened:
             return None
         if step is None:
-            step = current_step()
+            step = step_now()
         if type(step) is str:
             step = self.redactor.redact_text(step)
         with self.lock:

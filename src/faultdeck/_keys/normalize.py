@@ -110,6 +110,10 @@ class Normalizer:
         config: the rules; every rule on by default.
         redactor: masks credential-shaped strings in args as they are normalized (so the
             key is made from what is stored); ``None`` to normalize only.
+
+    Attributes:
+        root_utf8: the project root's path prefix (with its separator) as UTF-8; ``None``
+            without a root.
     """
 
     __slots__ = (
@@ -120,7 +124,7 @@ class Normalizer:
         "_redacting",
         "_redactor",
         "_root_json",
-        "_root_utf8",
+        "root_utf8",
     )
 
     def __init__(
@@ -136,7 +140,7 @@ class Normalizer:
         prefix = (config.root.rstrip(os.sep) + os.sep) if config.root else None
         # The root's prefix as JSON writes it in a string (escapes and all), and as UTF-8.
         self._root_json = orjson.dumps(prefix)[1:-1] if prefix is not None else None
-        self._root_utf8 = prefix.encode("utf-8", "surrogatepass") if prefix is not None else None
+        self.root_utf8 = prefix.encode("utf-8", "surrogatepass") if prefix is not None else None
 
     @property
     def config(self) -> NormalizeConfig:
@@ -150,12 +154,6 @@ class Normalizer:
         names of the project's rules, and the shapes and names the walk looks for. A
         cassette's end line names the fingerprint its calls were keyed under (``rules``)."""
         return self._fingerprint
-
-    @property
-    def root_utf8(self) -> bytes | None:
-        """The project root's path prefix (with its separator) as UTF-8; ``None`` without a
-        root."""
-        return self._root_utf8
 
     def has_rule(self, kind: str, name: str) -> bool:
         """Whether a project rule applies to the call ``kind`` ``name``."""

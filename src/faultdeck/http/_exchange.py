@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ class Owner(Protocol):
     order: Order
 
     def has_failures(self) -> bool: ...
+    def bodies(self) -> Mapping[int, bytes]: ...
     def failed(self, identity: str) -> None: ...
     def waited_before(self, identity: str) -> None: ...
 
@@ -129,8 +131,7 @@ class Exchange:
     def content(self, entry: Entry) -> bytes:
         """The recorded body's bytes: kept as the cassette was read (a long answer), else
         made from the stored body."""
-        recording = self.owner.deck.recording
-        kept = recording.bodies.get(entry.line) if recording is not None else None
+        kept = self.owner.bodies().get(entry.line)
         return kept if kept is not None else body_bytes(entry.value["body"])
 
     def replayed(self, status: int, headers: dict[str, str], **body: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._base.clock import VirtualClock
@@ -72,7 +72,16 @@ class _Base:
         # Read only when a live answer is recorded: replay adds no work per call.
         self.keep_response = header_names(keep_response_headers, "keep_response_headers")
         self._failures: dict[str, float] = {}
+        self._bodies: Mapping[int, bytes] | None = None
         self.order = Order()
+
+    def bodies(self) -> Mapping[int, bytes]:
+        """The recording's kept answer bodies by line (``Recording.bodies``), read once."""
+        bodies = self._bodies
+        if bodies is None:
+            recording = self.deck.recording
+            bodies = self._bodies = recording.bodies if recording is not None else {}
+        return bodies
 
     def has_failures(self) -> bool:
         """Whether some request failed and its retry may still come."""
