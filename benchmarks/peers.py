@@ -52,8 +52,13 @@ NOTE = (
     "field name at save. cassette-fn 0.2 hashes json.dumps of the args (sha256, 16 hex, "
     "kwargs names sorted), keeps a per-key cursor, and returns copy.deepcopy of the "
     "answer: keyed, a copy, no normalization (a user hook), no redaction. faultdeck "
-    "normalizes (ids, timestamps, paths, transport fields), keys, pops a per-key queue, "
-    "logs the call and returns a fresh copy."
+    "keys a call whose args are the stored args of the line it expects next (compared "
+    "exactly, type for type, with marshal) as that line, since normalization leaves what "
+    "it makes as it is (docs/format.md, Keying a call as stored); any other call it "
+    "normalizes (ids, timestamps, paths, transport fields) and keys, and pops a per-key "
+    "queue; either way it logs the call and returns a fresh copy. The cassettes here end "
+    "naming faultdeck's rules, as every recording without a project path or rule does, so "
+    "these replays take the first route."
 )
 
 

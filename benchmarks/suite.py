@@ -234,7 +234,9 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
         )
     big = sizes.calls.big_calls
     notes += [
-        "Deck.call rows: a replaying deck on a VirtualClock. The contract floor "
+        "Deck.call rows: a replaying deck on a VirtualClock, which keys each call as the "
+        "line it expects next (its args are that line's stored args; see the peers' note). "
+        "The contract floor "
         "(benchmarks/floors.py) does per call what keyed replay must under faultdeck's "
         "rules: one walk of the args (transport fields stripped, known ids renamed through "
         "a dict, UUID, provider and id-field ids named with faultdeck's regexes, date-times "
