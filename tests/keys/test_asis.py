@@ -7,13 +7,15 @@ from __future__ import annotations
 import collections
 import enum
 import math
+import uuid
 from dataclasses import replace
 from typing import Any
 
+import orjson
 import pytest
 
 import faultdeck as fd
-from faultdeck._keys.asis import id_candidates, same_args
+from faultdeck._keys.asis import args_form, id_candidates, stores
 from faultdeck._keys.ids import IdMap
 from faultdeck._keys.normalize import Normalizer
 
@@ -41,41 +43,89 @@ class Mode(enum.StrEnum):
     FAST = "fast"
 
 
+class Count(enum.IntEnum):
+    FIVE = 5
+
+
+class Plain(enum.Enum):
+    FAST = "fast"
+
+
 class Word(str):
     pass
 
 
 STORED = {"q": "fast", "n": 5, "x": 1.5, "on": True, "tags": ["a"], "none": None}
+REF = "0b8e3b5c-6f7e-4d2a-9c1b-3e5f7a9b1c2d"
+
+
+def same(args: Any, stored: Any, root: bytes | None) -> bool:
+    form = args_form(args, root)
+    if form is None or not stores(form, args, stored):
+        return False
+    assert form == orjson.dumps(stored)  # what the line stores, and what ids are looked for in
+    return True
 
 
 @pytest.mark.parametrize(
-    ("args", "same"),
+    ("args", "same_args"),
     [
         (dict(STORED), True),
         ({**STORED, "n": 5.0}, False),
         ({**STORED, "n": True}, False),
         ({**STORED, "on": 1}, False),
+        ({**STORED, "x": -1.5}, False),
         ({**STORED, "x": math.nan}, False),
-        ({**STORED, "none": math.nan}, False),
-        ({**STORED, "q": Mode.FAST}, False),
+        ({**STORED, "none": math.nan}, False),  # NaN is written null
+        ({**STORED, "none": math.inf}, False),
+        ({**STORED, "none": -math.inf}, False),
+        ({**STORED, "q": Mode.FAST}, False),  # an enum is written as its value
+        ({**STORED, "n": Count.FIVE}, False),
+        ({**STORED, "q": Plain.FAST}, False),
         ({**STORED, "q": Word("fast")}, False),
-        ({**STORED, "tags": ("a",)}, False),
+        ({**STORED, "q": orjson.Fragment(b'"fast"')}, False),
+        ({(Word(k) if k == "q" else k): v for k, v in STORED.items()}, False),
         (collections.OrderedDict(STORED), False),
         (dict(reversed(STORED.items())), False),
         ({**STORED, "extra": 0}, False),
+        ({k: v for k, v in STORED.items() if k != "none"}, False),
         ({**STORED, "q": "/proj/fast"}, False),
+        ({**STORED, "q": {"deep": ["/proj/fast"]}}, False),
     ],
 )
 def test_args_are_the_stored_args_only_value_for_value_and_type_for_type(
-    args: Any, same: bool
+    args: Any, same_args: bool
 ) -> None:
-    assert same_args(args, STORED, b"/proj/") is same
+    assert same(args, STORED, b"/proj/") is same_args
+
+
+def test_a_tuple_is_as_stored_as_the_list_a_walk_keys_it_as() -> None:
+    stored = {"tags": ["a", 1]}
+    assert same({"tags": ("a", 1)}, stored, None)
+    assert Normalizer(BASE).args("tool", "t", {"tags": ("a", 1)}, IdMap()) == stored
+
+
+def test_a_uuid_is_not_the_string_stored_for_it() -> None:
+    stored = {"ref": REF}
+    assert same({"ref": REF}, stored, None)
+    assert not same({"ref": uuid.UUID(REF)}, stored, None)
 
 
 def test_args_holding_a_path_under_the_root_are_never_as_stored() -> None:
     stored = {"path": "/proj/docs/a.md"}
-    assert same_args(dict(stored), stored, None)
-    assert not same_args(dict(stored), stored, b"/proj/")
+    assert same(dict(stored), stored, None)
+    assert not same(dict(stored), stored, b"/proj/")
+    quoted = {"path": '/pr"oj/a.md'}  # the root as JSON writes it (Normalizer.root_json)
+    assert same(dict(quoted), quoted, b"/proj/")
+    assert not same(dict(quoted), quoted, Normalizer(replace(BASE, root='/pr"oj')).root_json)
+
+
+def test_args_json_cannot_hold_are_never_as_stored() -> None:
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    for args in ({"n": 2**64}, {1: "a"}, {"s": {1, 2}}, {"b": b"x"}, deep):
+        assert args_form(args, None) is None
 
 
 def test_the_strings_an_id_can_be_are_the_long_ones_made_of_id_characters() -> None:
@@ -88,7 +138,7 @@ def test_the_strings_an_id_can_be_are_the_long_ones_made_of_id_characters() -> N
         "quoted": 'say "call_12345678"',
         "list": ["call_Zx81Kq0pLm"],
     }
-    found = id_candidates(stored)
+    found = id_candidates(orjson.dumps(stored))
     assert "gpt-4o-mini" in found
     assert "0b8e3b5c-6f7e-4d2a-9c1b-3e5f7a9b1c2d" in found
     assert "call_Zx81Kq0pLm" in found
@@ -100,7 +150,7 @@ def test_the_strings_an_id_can_be_are_the_long_ones_made_of_id_characters() -> N
 
 def test_an_id_map_knows_none_of_the_strings_until_it_learns_one() -> None:
     ids = IdMap()
-    stored = {"model": "gpt-4o-mini"}
+    stored = orjson.dumps({"model": "gpt-4o-mini"})
     assert ids.none_in(stored, Normalizer().output_ids)
     ids.defer({"id": "gpt-4o-mini"})  # learned only when looked for
     assert not ids.none_in(stored, Normalizer().output_ids)

@@ -143,6 +143,36 @@ def stored_parts(entry: Entry) -> tuple[Any, dict[str, Any] | None]:
     return entry.args, None
 
 
+_ARGS = b'"args":'
+
+
+def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
+    """The fields of ``entry``'s line after its args, parsed (fresh copies), when the line
+    stores its args as ``form`` (JSON bytes as orjson writes them) byte for byte; ``None``
+    when it may not, and the caller compares the parsed line.
+
+    The line's args start after its first ``"args":`` with nothing but its own brace open
+    before (a string holds ``"`` only escaped, so that is the line's own field, before any
+    object holds one), and a JSON value ends where its bytes say: a line that holds
+    ``form`` there, followed by a comma, holds exactly those args, unless it names them
+    twice (then the last counts: ``None``). What follows the comma, in braces, is an object
+    of the line's other fields: parsed alone, the answer costs less than the whole line.
+    """
+    raw: bytes = _item(entry, _RAW)
+    at = raw.find(_ARGS) + len(_ARGS)
+    end = at + len(form)
+    if (
+        at == len(_ARGS) - 1  # none
+        or not raw.startswith(form, at)
+        or raw[end : end + 1] != b","
+        or raw.count(b"{", 0, at) != 1
+        or raw.find(_ARGS, end) != -1
+    ):
+        return None
+    rest: dict[str, Any] = orjson.loads(b"{" + raw[end + 1 :])
+    return rest
+
+
 class HeldEntry(Entry):
     """An entry that keeps its cassette line's bytes and parses ``args``, ``value`` and
     ``meta`` from them when read (each read a fresh parse).

@@ -22,11 +22,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from orjson import dumps, loads
+
 from .._base.clock import Clock
 from .._base.context import step_now
 from .._base.errors import ArgumentError
-from .._cassette.format import Entry, HeldEntry, stored_parts
-from .._keys.asis import same_args
+from .._cassette.format import Entry, HeldEntry, held_after, stored_parts
+from .._keys.asis import args_form, stores
 from .._keys.canonical import make_key
 from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
@@ -36,8 +38,8 @@ from ..faults import FaultRun
 from .index import ReplayIndex
 
 Taken = tuple[Entry, "dict[str, Any] | None"]
-"""A recorded call taken, and its line parsed when reading its args took that (else
-``None``)."""
+"""A recorded call taken, and its line's fields parsed (the answer's among them) when
+reading its args took that (else ``None``)."""
 
 
 class CleanReplay:
@@ -66,7 +68,12 @@ class CleanReplay:
         if taken is None:
             return ABSENT
         entry, line = taken
-        return line[entry.result] if line is not None else entry.fresh_value()
+        if line is not None:
+            return line[entry.result]
+        value = entry.value
+        if type(value) is dict or type(value) is list:  # Entry.fresh_value, a frame less
+            return loads(dumps(value))
+        return value
 
     def take_clean(
         self,
@@ -86,7 +93,7 @@ class CleanReplay:
         taken = self._take(kind, name, args, schema, step, accept, learn)
         return None if taken is None else taken[0]
 
-    def _take(
+    def _take(  # noqa: C901 - the hot path: the as-stored route stays inlined (measured)
         self,
         kind: str,
         name: str,
@@ -105,24 +112,57 @@ class CleanReplay:
         with self.lock:
             if self._closed or type(name) is not str:
                 return None
-            seq, ids, index = self._seq + 1, self.ids, self.index
+            seq, ids, index, normalizer = self._seq + 1, self.ids, self.index, self.normalizer
             faults = self._fault_run
             if faults is not None and not faults.passes(seq, kind, name):
                 return None
-            taken = self._as_stored(kind, name, args, schema, seq) if self.asis else None
-            if taken is not None:
-                entry = taken[0]
+            # The as-stored route: the line an in-order replay expects next, when ``args``
+            # are its stored args and so key as it did (``_keys/asis.py``).
+            entry = index.expected(seq) if self.asis and not ids.odd else None
+            form = None
+            if (
+                entry is not None
+                and entry.name == name
+                and entry.kind == kind
+                and entry.schema == schema
+                and (form := args_form(args, normalizer.root_json)) is not None
+            ):
+                # A line held as bytes stores the args as orjson writes them: compared
+                # there, and only the fields after them parsed (NaN is written null).
+                line = None
+                if type(entry) is HeldEntry:
+                    if form.find(b"null") < 0:
+                        line = held_after(entry, form)
+                    if line is None:
+                        stored, line = stored_parts(entry)
+                        if not stores(form, args, stored):
+                            form = None
+                elif form != dumps(stored := entry.args) or (
+                    form.find(b"null") >= 0 and args != stored
+                ):  # stores(), a frame less
+                    form = None
+                # While every call came this way, in file order from the first line, the
+                # run knows only ids the recording knew at this line, none in its args.
+                if (
+                    form is not None
+                    and not self.aligned
+                    and not ids.none_in(form, normalizer.output_ids)
+                ):
+                    form = None
+            if form is not None:
+                assert entry is not None
                 if entry.result != "out" if accept is None else not accept(entry):
                     self.aligned = False
                     return None  # the keyed route would find it and refuse it too
                 key = entry.key
+                taken: Taken = (entry, line)
                 self.as_stored += 1
                 index.take_next(entry)
             else:
                 self.aligned = False
                 ids.tentative()
                 try:
-                    norm = self.normalizer.args(kind, name, args, ids, redact=False)
+                    norm = normalizer.args(kind, name, args, ids, redact=False)
                 except ArgumentError:
                     ids.rollback()
                     return None  # begin raises it, with the call numbered
@@ -142,26 +182,8 @@ class CleanReplay:
             listed = entry.ids
             if listed is not None:  # the line lists them: no walk, no parse
                 if listed or ids.pending:
-                    ids.learn_stored(listed, self.normalizer.output_ids)
+                    ids.learn_stored(listed, normalizer.output_ids)
             else:
                 value = entry.value if taken[1] is None else taken[1][entry.result]
                 ids.defer(value if learn is None else learn(value))
         return taken
-
-    def _as_stored(self, kind: str, name: str, args: Any, schema: str, seq: int) -> Taken | None:
-        """The line an in-order replay expects next, when ``args`` are its stored args and
-        so key as it did (``_keys/asis.py``); ``None`` when anything is in doubt."""
-        entry = self.index.expected(seq)
-        if entry is None or entry.name != name or entry.kind != kind or entry.schema != schema:
-            return None
-        normalizer, ids = self.normalizer, self.ids
-        if ids.odd:
-            return None
-        stored, line = stored_parts(entry) if type(entry) is HeldEntry else (entry.args, None)
-        if not same_args(args, stored, normalizer.root_utf8):
-            return None
-        # While every call came this way, in file order from the first line, the run knows
-        # only ids the recording knew at this line, and none of those stands in its args.
-        if not self.aligned and not ids.none_in(stored, normalizer.output_ids):
-            return None
-        return entry, line

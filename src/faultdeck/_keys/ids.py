@@ -137,14 +137,14 @@ class IdMap:
             names.popitem()
         self._tentative = -1
 
-    def none_in(self, value: Any, collect: Callable[[Any], list[str]]) -> bool:
-        """Whether no string in ``value`` (a JSON value) has a placeholder, once the outputs
-        waiting are learned, as a walk learns them before it looks (``collect`` finds an
-        output's ids). Only strings an id can be are looked at (``asis.id_candidates``),
+    def none_in(self, form: bytes, collect: Callable[[Any], list[str]]) -> bool:
+        """Whether no string in ``form`` (a JSON value's bytes) has a placeholder, once the
+        outputs waiting are learned, as a walk learns them before it looks (``collect``
+        finds an output's ids). Only strings an id can be are looked at (``asis.id_candidates``),
         and none while no id is known or waiting."""
         if not self._names and not self.pending:
             return True
-        found = id_candidates(value)
+        found = id_candidates(form)
         if not found:
             return True
         if self.pending:

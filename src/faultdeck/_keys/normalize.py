@@ -112,8 +112,8 @@ class Normalizer:
             key is made from what is stored); ``None`` to normalize only.
 
     Attributes:
-        root_utf8: the project root's path prefix (with its separator) as UTF-8; ``None``
-            without a root.
+        root_json: the project root's path prefix (with its separator) as JSON writes it
+            inside a string, escapes and all; ``None`` without a root.
     """
 
     __slots__ = (
@@ -123,8 +123,7 @@ class Normalizer:
         "_plain",
         "_redacting",
         "_redactor",
-        "_root_json",
-        "root_utf8",
+        "root_json",
     )
 
     def __init__(
@@ -138,9 +137,7 @@ class Normalizer:
         self._redacting = self._make_walk(redactor) if redactor is not None else self._plain
         self._fingerprint = _fingerprint(config)
         prefix = (config.root.rstrip(os.sep) + os.sep) if config.root else None
-        # The root's prefix as JSON writes it in a string (escapes and all), and as UTF-8.
-        self._root_json = orjson.dumps(prefix)[1:-1] if prefix is not None else None
-        self.root_utf8 = prefix.encode("utf-8", "surrogatepass") if prefix is not None else None
+        self.root_json = orjson.dumps(prefix)[1:-1] if prefix is not None else None
 
     @property
     def config(self) -> NormalizeConfig:
@@ -164,7 +161,7 @@ class Normalizer:
         """Whether normalizing ``args`` may make a path under the project root relative:
         the root's prefix stands somewhere in them (a field name too, or a string that only
         contains it: a superset, cheap to check)."""
-        root = self._root_json
+        root = self.root_json
         if root is None:
             return False
         try:
