@@ -61,14 +61,14 @@ FULL = Sizes(
         default_sample={500: 50, 2000: 50},
     ),
     calls=deck_call.Plan(small_calls=5000, large_calls=500, reps=11),
-    peers=peers.Plan(sizes=(100, 2000), reps={100: 21, 2000: 11}),
+    peers=peers.Plan(sizes=(100, 2000), reps={100: 41, 2000: 21}),
     load_calls=100_000,
     load_reps=5,
     record=recording.Plan(flush_calls=5000, fsync_calls=500, reps=9),
     replays=300,
     replay_reps=7,
     serve=serve.Plan(calls=200, reps=7),
-    scale=scale.Plan(calls=3, repeat=6, reps=1),
+    scale=scale.Plan(calls=3, repeat=6, reps=3),
 )
 """The sizes the goals speak of."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import copyreg
 import enum
 import functools
 import math
@@ -51,6 +52,24 @@ def route_off(base: fd.NormalizeConfig) -> fd.NormalizeConfig:
 
 class Lang(enum.StrEnum):
     EN = "en"
+
+
+_FRAGMENTS: dict[int, orjson.Fragment] = {}
+
+
+def fragment(value: Any) -> orjson.Fragment:
+    """``value``'s JSON as an ``orjson.Fragment``, which a deep copy gives as it is (it
+    cannot be pickled: ``both_routes`` copies the calls it replays)."""
+    made = orjson.Fragment(orjson.dumps(value))
+    _FRAGMENTS[id(made)] = made
+    return made
+
+
+copyreg.pickle(orjson.Fragment, lambda f: (_FRAGMENTS.__getitem__, (id(f),)))
+
+
+class Repo(enum.StrEnum):
+    FAULTDECK = "faultdeck"
 
 
 class Level(enum.IntEnum):
@@ -157,6 +176,11 @@ def test_an_in_order_replay_answers_the_calls_whose_args_are_stored_as_they_are(
         pytest.param(lambda a: {**a, "q": Text(a["q"])}, id="a str subclass"),
         pytest.param(lambda a: {**a, "filters": {**a["filters"], "repo": Lang.EN}}, id="str enum"),
         pytest.param(
+            lambda a: {**a, "filters": {**a["filters"], "repo": Repo.FAULTDECK}},
+            id="a str enum of the stored value",
+        ),
+        pytest.param(lambda a: {**a, "q": fragment(a["q"])}, id="a Fragment"),
+        pytest.param(
             lambda a: {**a, "filters": collections.OrderedDict(a["filters"])}, id="a dict subclass"
         ),
         pytest.param(
@@ -170,15 +194,22 @@ def test_an_in_order_replay_answers_the_calls_whose_args_are_stored_as_they_are(
         pytest.param(lambda a: {**a, "q": 2**64 - 1}, id="an integer past 64 bits signed"),
     ],
 )
+@pytest.mark.parametrize("held", [False, True], ids=["parsed", "held"])
 def test_each_change_to_the_stored_args_gives_what_the_keyed_route_gives(
-    recorded: tuple[Path, fd.NormalizeConfig, list[Call]], change: Callable[[Any], Any]
+    recorded: tuple[Path, fd.NormalizeConfig, list[Call]],
+    change: Callable[[Any], Any],
+    held: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path, normalize, calls = recorded
+    if held:  # read as a large cassette is: entries that hold their lines
+        monkeypatch.setattr(reader, "HOLD_LINES_FROM", 0)
     replay = sent(calls)
     kind, name, args = replay[1]
     replay[1] = (kind, name, change(args))
-    got, _ = both_routes(path, replay, normalize, repeats="last")
+    got, deck = both_routes(path, replay, normalize, repeats="last")
     assert got[0] == ("ok", calls[0][3])
+    assert deck._run.as_stored >= 1
 
 
 def test_a_path_under_the_project_root_in_args_keys_the_whole_file_again(tmp_path: Path) -> None:
@@ -404,6 +435,7 @@ CHANGES: list[Callable[[Any], Any]] = [
     lambda a: {**a, "n": Level.FIVE},
     lambda a: {**a, "n": math.inf},
     lambda a: {**a, "ref": uuid.UUID(UUID)},
+    lambda a: {k: fragment(v) for k, v in a.items()},
 ]
 
 
@@ -439,3 +471,26 @@ def test_any_replay_of_any_recording_gives_what_the_keyed_route_gives(
         both_routes(path, replay, normalize, repeats="last")
         shuffled = [replay[i] for i in order if i < len(replay)]
         both_routes(path, shuffled, normalize, repeats="last")
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["parsed", "held"])
+def test_args_holding_a_null_are_as_stored_and_nan_in_its_place_is_not(
+    tmp_path: Path, held: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    normalize = config(tmp_path)
+    calls: list[Call] = [
+        ("model", "chat", {"text": "hi", "seed": None, "top_p": 0.5}, {"n": 1}),
+        ("model", "chat", {"text": "hi", "seed": None, "top_p": 0.25}, {"n": 2}),
+    ]
+    path = tmp_path / "nulls.jsonl"
+    record(path, calls, normalize)
+    if held:
+        monkeypatch.setattr(reader, "HOLD_LINES_FROM", 0)
+    got, deck = both_routes(path, sent(calls), normalize)
+    assert [g[1] for g in got] == [{"n": 1}, {"n": 2}]
+    assert deck._run.as_stored == 2
+    for nan in (math.nan, math.inf, -math.inf):  # each written null
+        changed = [("model", "chat", {**args, "seed": nan}) for _, _, args in sent(calls)]
+        got, deck = both_routes(path, changed, normalize)
+        assert got[0][0] == "ArgumentError"
+        assert deck._run.as_stored == 0

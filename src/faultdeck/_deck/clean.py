@@ -28,7 +28,8 @@ from .._base.clock import Clock
 from .._base.context import step_now
 from .._base.errors import ArgumentError
 from .._cassette.format import Entry, HeldEntry, held_after, stored_parts
-from .._keys.asis import args_form, stores
+from .._cassette.reader import HOLD_LINES_BELOW
+from .._keys.asis import SHORT, args_form, stores
 from .._keys.canonical import make_key
 from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
@@ -128,19 +129,22 @@ class CleanReplay:
                 and (form := args_form(args, normalizer.root_json)) is not None
             ):
                 # A line held as bytes stores the args as orjson writes them: compared
-                # there, and only the fields after them parsed (NaN is written null).
+                # there, and only the fields after them parsed. NaN and the infinities
+                # are written null: args holding one are compared parsed. (A held line is
+                # short, reader.HOLD_LINES_BELOW: longer args are not on it, and the look
+                # goes no further; bytes.find is slow past one byte.)
                 line = None
                 if type(entry) is HeldEntry:
-                    if form.find(b"null") < 0:
+                    if form.find(b"null", 0, HOLD_LINES_BELOW) < 0:
                         line = held_after(entry, form)
                     if line is None:
                         stored, line = stored_parts(entry)
                         if not stores(form, args, stored):
                             form = None
                 elif form != dumps(stored := entry.args) or (
-                    form.find(b"null") >= 0 and args != stored
-                ):  # stores(), a frame less
-                    form = None
+                    (len(form) >= SHORT or form.find(b"null") >= 0) and args != stored
+                ):
+                    form = None  # stores(), a frame less
                 # While every call came this way, in file order from the first line, the
                 # run knows only ids the recording knew at this line, none in its args.
                 if (

@@ -15,10 +15,11 @@ key is computed from the args as stored), without a walk and without a hash, pro
 - no string in them is an id the run has learned since the line was recorded, the one rule
   that depends on the run so far (``id_candidates`` lists the strings it could apply to).
 
-The args are told apart exactly by their JSON as orjson writes it, once ``args_form`` has
-made sure that JSON says everything about them (see there): ``stores`` compares it with a
-line's parsed args, and ``format.held_after`` with a line held as bytes where it stores
-them. Any doubt sends the call the long way, which decides it as always.
+The args are told apart exactly by their JSON as orjson writes it and by ``==``, once
+``args_form`` has made sure they hold no object JSON would write as a plain value (see
+there): ``stores`` compares them with a line's parsed args, and ``format.held_after`` with
+a line held as bytes where it stores them. Any doubt sends the call the long way, which
+decides it as always.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import orjson
 
 # marshal only checks that args hold values of its own types (version 0: the cheapest).
 _MARSHAL_VERSION = 0
+SHORT = 2048  # bytes of args' JSON up to which a look for a null costs less than ==
 _EXACT = (
     orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -42,16 +44,17 @@ _CANDIDATE = re.compile(rb'"([A-Za-z0-9_.:-]{8,})"')
 
 
 def args_form(args: Any, root: bytes | None) -> bytes | None:
-    """``args`` as JSON bytes, as a line stores them, when they are JSON values each of its
-    own type and hold no path under ``root`` (the project root's prefix as JSON writes it
-    in a string, ``Normalizer.root_json``); ``None`` otherwise, and the long way decides.
+    """``args`` as JSON bytes, as a line stores them, when they hold JSON values each of its
+    own type, or may (``stores``, or ``==`` with the parsed JSON, settles it), and no path
+    under ``root`` (the project root's prefix as JSON writes it in a string,
+    ``Normalizer.root_json``); ``None`` otherwise, and the long way decides.
 
     orjson writes each JSON type distinctly (``1``, ``1.0`` and ``true`` differ) and keeps
     the fields' order; with the subclass, dataclass and date passthroughs it refuses a
-    subclass of a JSON type and a date. It writes an enum, a UUID and a ``Fragment`` as
-    their values: ``marshal``, which writes only values of its own types, refuses those. A
-    tuple passes, as the list a walk makes of it. NaN and the infinities are written
-    ``null``: ``stores`` tells them apart."""
+    subclass of a JSON type, a date and a cycle. It writes an enum member, a UUID and an
+    ``orjson.Fragment`` as their values: ``marshal``, which writes only values of its own
+    types, refuses those. What both let through, ``no_nan`` tells apart: NaN and the
+    infinities (written ``null``), and a tuple (written as a list)."""
     try:
         form = orjson.dumps(args, option=_EXACT)
         marshal.dumps(args, _MARSHAL_VERSION)
@@ -63,8 +66,16 @@ def args_form(args: Any, root: bytes | None) -> bytes | None:
 
 def stores(form: bytes, args: Any, stored: Any) -> bool:
     """Whether ``stored`` (parsed from a line) is ``args``, given their ``args_form``."""
-    # NaN and the infinities are written null, and are no stored value: == tells them apart.
-    return form == orjson.dumps(stored) and (form.find(b"null") < 0 or args == stored)
+    return form == orjson.dumps(stored) and no_nan(form, args, stored)
+
+
+def no_nan(form: bytes, args: Any, stored: Any) -> bool:
+    """Given that ``args`` and ``stored`` write the same ``form``: whether no NaN or infinity
+    in ``args`` stands for a null in ``stored`` (orjson writes them null), and no tuple for
+    a list. Short args are looked through for a null (a tuple passes, which the keyed route
+    makes the list stored: the same key), long ones compared (bytes.find is slow past one
+    byte: a look costs more than ``==`` there)."""
+    return (len(form) < SHORT and form.find(b"null") < 0) or args == stored
 
 
 def id_candidates(form: bytes) -> list[str]:

@@ -165,7 +165,7 @@ class Normalizer:
         if root is None:
             return False
         try:
-            return root in orjson.dumps(args)
+            return orjson.dumps(args).find(root) >= 0  # (`in` tries an integer first)
         except TypeError:  # what JSON cannot hold (a field normalization strips): assume so
             return True
 
