@@ -199,6 +199,8 @@ def test_a_held_line_is_read_past_its_args_when_it_stores_them_as_written() -> N
         b'{"seq":1,"kind":"tool","name":"t","key":"tool:k","args":{"q": 1},"out":1}',
         # the args last: nothing after them
         b'{"seq":1,"kind":"tool","name":"t","key":"tool:k","out":1,"args":{"q":1}}',
+        # the answer before the args: not among the fields after them
+        b'{"seq":1,"kind":"tool","name":"t","key":"tool:k","out":1,"args":{"q":1},"ms":1}',
         # "args" named again after them, in the answer: unsure
         b'{"seq":1,"kind":"tool","name":"t","key":"tool:k","args":{"q":1},"out":{"args":1}}',
     ],

@@ -494,3 +494,42 @@ def test_args_holding_a_null_are_as_stored_and_nan_in_its_place_is_not(
         got, deck = both_routes(path, changed, normalize)
         assert got[0][0] == "ArgumentError"
         assert deck._run.as_stored == 0
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["parsed", "held"])
+def test_a_line_written_in_another_field_order_answers_as_recorded(
+    tmp_path: Path, held: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    normalize = config(tmp_path)
+    args = {"q": "retry", "n": 1}
+    key = fd.make_key("tool", "search", args)
+    header = {"faultdeck": 1, "match": "keyed", "harness": {}, "env": {}, "volatile": []}
+    lines = [
+        header,
+        {
+            "out": "a",
+            "seq": 1,
+            "kind": "tool",
+            "name": "search",
+            "key": key,
+            "args": args,
+            "ms": 1,
+        },
+        {
+            "seq": 2,
+            "args": args,
+            "kind": "tool",
+            "name": "search",
+            "key": key,
+            "ms": 1,
+            "out": "b",
+        },
+        {"end": {"calls": 2, "status": "ok", "rules": Normalizer(normalize).fingerprint}},
+    ]
+    path = tmp_path / "reordered.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    if held:
+        monkeypatch.setattr(reader, "HOLD_LINES_FROM", 0)
+    got, deck = both_routes(path, [("tool", "search", dict(args))] * 2, normalize)
+    assert got == [("ok", "a"), ("ok", "b")]
+    assert deck._run.as_stored == 2

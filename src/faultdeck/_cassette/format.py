@@ -156,7 +156,8 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     object holds one), and a JSON value ends where its bytes say: a line that holds
     ``form`` there, followed by a comma, holds exactly those args, unless it names them
     twice (then the last counts: ``None``). What follows the comma, in braces, is an object
-    of the line's other fields: parsed alone, the answer costs less than the whole line.
+    of the line's other fields: parsed alone, the answer (``None`` when it is not among
+    them) costs less than the whole line.
     """
     raw: bytes = _item(entry, _RAW)
     at = raw.find(_ARGS) + len(_ARGS)
@@ -170,7 +171,7 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     ):
         return None
     rest: dict[str, Any] = orjson.loads(b"{" + raw[end + 1 :])
-    return rest
+    return rest if entry.result in rest else None  # (written before the args: unsure)
 
 
 class HeldEntry(Entry):
