@@ -98,7 +98,8 @@ class Calls:
         miss, a key that needs redaction, an answer the caller would judge). ``learn``: the
         part of the recorded value whose ids later calls may send back (see ``answered``'s
         ``learn``), the whole by default."""
-        return self._run.take_clean(kind, name, args, SCHEMA_DEFAULT, None, accept, learn)
+        taken = self._run.take_clean(kind, name, args, SCHEMA_DEFAULT, None, accept, learn)
+        return None if taken is None else taken[0]
 
     def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()
         self,

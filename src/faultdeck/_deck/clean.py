@@ -29,7 +29,7 @@ from .._base.context import step_now
 from .._base.errors import ArgumentError
 from .._cassette.format import Entry, HeldEntry, held_after, stored_parts
 from .._cassette.reader import HOLD_LINES_BELOW
-from .._keys.asis import SHORT, args_form, stores
+from .._keys.asis import args_form, stores
 from .._keys.canonical import make_key
 from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
@@ -65,7 +65,7 @@ class CleanReplay:
     def replay_clean(self, kind: str, name: str, args: Any, schema: str, step: Any) -> Any:
         """The recorded value for this call as a fresh copy, or ``ABSENT`` (nothing done)
         when ``begin`` must decide it."""
-        taken = self._take(kind, name, args, schema, step, None, None)
+        taken = self.take_clean(kind, name, args, schema, step)
         if taken is None:
             return ABSENT
         entry, line = taken
@@ -76,7 +76,7 @@ class CleanReplay:
             return loads(dumps(value))
         return value
 
-    def take_clean(
+    def take_clean(  # noqa: C901 - the hot path: the as-stored route stays inlined (measured)
         self,
         kind: str,
         name: str,
@@ -85,25 +85,12 @@ class CleanReplay:
         step: Any,
         accept: Callable[[Entry], bool] | None = None,
         learn: Callable[[Any], Any] | None = None,
-    ) -> Entry | None:
+    ) -> Taken | None:
         """The recorded call that answers this one, taken and logged as replayed, if
         ``accept`` says its caller answers it as recorded with nothing else to log (by
         default: a recorded value); else ``None`` (nothing done). ``learn``: the part of the
         recorded value whose ids later calls may send back, when the line lists none (the
         whole value by default)."""
-        taken = self._take(kind, name, args, schema, step, accept, learn)
-        return None if taken is None else taken[0]
-
-    def _take(  # noqa: C901 - the hot path: the as-stored route stays inlined (measured)
-        self,
-        kind: str,
-        name: str,
-        args: Any,
-        schema: str,
-        step: Any,
-        accept: Callable[[Entry], bool] | None,
-        learn: Callable[[Any], Any] | None,
-    ) -> Taken | None:
         if not self.clean or not self.opened:
             return None
         if step is None:
@@ -134,17 +121,12 @@ class CleanReplay:
                 # short, reader.HOLD_LINES_BELOW: longer args are not on it, and the look
                 # goes no further; bytes.find is slow past one byte.)
                 line = None
-                if type(entry) is HeldEntry:
-                    if form.find(b"null", 0, HOLD_LINES_BELOW) < 0:
-                        line = held_after(entry, form)
-                    if line is None:
-                        stored, line = stored_parts(entry)
-                        if not stores(form, args, stored):
-                            form = None
-                elif form != dumps(stored := entry.args) or (
-                    (len(form) >= SHORT or form.find(b"null") >= 0) and args != stored
-                ):
-                    form = None  # stores(), a frame less
+                if type(entry) is HeldEntry and form.find(b"null", 0, HOLD_LINES_BELOW) < 0:
+                    line = held_after(entry, form)
+                if line is None:
+                    stored, line = stored_parts(entry)
+                    if not stores(form, args, stored):
+                        form = None
                 # While every call came this way, in file order from the first line, the
                 # run knows only ids the recording knew at this line, none in its args.
                 if (
@@ -153,8 +135,7 @@ class CleanReplay:
                     and not ids.none_in(form, normalizer.output_ids)
                 ):
                     form = None
-            if form is not None:
-                assert entry is not None
+            if form is not None and entry is not None:
                 if entry.result != "out" if accept is None else not accept(entry):
                     self.aligned = False
                     return None  # the keyed route would find it and refuse it too

@@ -32,7 +32,7 @@ import orjson
 
 # marshal only checks that args hold values of its own types (version 0: the cheapest).
 _MARSHAL_VERSION = 0
-SHORT = 2048  # bytes of args' JSON up to which a look for a null costs less than ==
+_SHORT = 2048  # bytes of args' JSON up to which a look for a null costs less than ==
 _EXACT = (
     orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -53,7 +53,7 @@ def args_form(args: Any, root: bytes | None) -> bytes | None:
     the fields' order; with the subclass, dataclass and date passthroughs it refuses a
     subclass of a JSON type, a date and a cycle. It writes an enum member, a UUID and an
     ``orjson.Fragment`` as their values: ``marshal``, which writes only values of its own
-    types, refuses those. What both let through, ``no_nan`` tells apart: NaN and the
+    types, refuses those. What both let through, ``stores`` tells apart: NaN and the
     infinities (written ``null``), and a tuple (written as a list)."""
     try:
         form = orjson.dumps(args, option=_EXACT)
@@ -65,17 +65,15 @@ def args_form(args: Any, root: bytes | None) -> bytes | None:
 
 
 def stores(form: bytes, args: Any, stored: Any) -> bool:
-    """Whether ``stored`` (parsed from a line) is ``args``, given their ``args_form``."""
-    return form == orjson.dumps(stored) and no_nan(form, args, stored)
+    """Whether ``stored`` (parsed from a line) is ``args``, given their ``args_form``.
 
-
-def no_nan(form: bytes, args: Any, stored: Any) -> bool:
-    """Given that ``args`` and ``stored`` write the same ``form``: whether no NaN or infinity
-    in ``args`` stands for a null in ``stored`` (orjson writes them null), and no tuple for
-    a list. Short args are looked through for a null (a tuple passes, which the keyed route
-    makes the list stored: the same key), long ones compared (bytes.find is slow past one
-    byte: a look costs more than ``==`` there)."""
-    return (len(form) < SHORT and form.find(b"null") < 0) or args == stored
+    The same JSON, and no NaN or infinity in ``args`` standing for a null in ``stored``
+    (orjson writes them null): short args are looked through for a null (a tuple passes
+    then, which the keyed route makes the list stored: the same key), long ones compared
+    with ``==`` (bytes.find is slow past one byte: a look costs more than ``==`` there)."""
+    return form == orjson.dumps(stored) and (
+        (len(form) < _SHORT and form.find(b"null") < 0) or args == stored
+    )
 
 
 def id_candidates(form: bytes) -> list[str]:
