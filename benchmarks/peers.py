@@ -53,7 +53,7 @@ NOTE = (
     "kwargs names sorted), keeps a per-key cursor, and returns copy.deepcopy of the "
     "answer: keyed, a copy, no normalization (a user hook), no redaction. faultdeck "
     "keys a call whose args are the stored args of the line it expects next (compared "
-    "exactly, type for type: their JSON, once marshal has vouched for the types) as that "
+    "exactly, type for type: their JSON, once a walk has vouched for the types) as that "
     "line, since normalization leaves what "
     "it makes as it is (docs/format.md, Keying a call as stored); any other call it "
     "normalizes (ids, timestamps, paths, transport fields) and keys, and pops a per-key "

@@ -8,6 +8,7 @@ import collections
 import enum
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -61,7 +62,7 @@ REF = "0b8e3b5c-6f7e-4d2a-9c1b-3e5f7a9b1c2d"
 
 def same(args: Any, stored: Any, root: bytes | None) -> bool:
     form = args_form(args, root)
-    if form is None or not stores(form, args, stored):
+    if form is None or not stores(form, stored):
         return False
     assert form == orjson.dumps(stored)  # what the line stores, and what ids are looked for in
     return True
@@ -104,6 +105,50 @@ def test_a_uuid_is_not_the_string_stored_for_it() -> None:
     stored = {"ref": REF}
     assert same({"ref": REF}, stored, None)
     assert not same({"ref": uuid.UUID(REF)}, stored, None)
+
+
+_PLACES: dict[str, Callable[[Any], Any]] = {
+    "field": lambda v: {"v": v},
+    "list": lambda v: {"v": ["a", v]},
+    "deep": lambda v: {"a": {"b": [1, {"v": v}]}},
+    "top": lambda v: v,
+}
+
+
+@pytest.mark.parametrize("place", list(_PLACES))
+@pytest.mark.parametrize(
+    "value",
+    [
+        Mode.FAST,
+        Count.FIVE,
+        Plain.FAST,
+        uuid.UUID(REF),
+        orjson.Fragment(b'"fast"'),
+        math.nan,
+        math.inf,
+        -math.inf,
+        2**63,  # orjson writes it (to 2**64 - 1); the keys hold 63 bits
+        2**64 - 1,
+    ],
+    ids=lambda v: f"{type(v).__name__}:{v}" if type(v) is not orjson.Fragment else "Fragment",
+)
+def test_a_value_the_keyed_route_refuses_is_never_as_stored_wherever_it_stands(
+    value: Any, place: str
+) -> None:
+    args = _PLACES[place](value)
+    with pytest.raises(fd.ArgumentError):
+        Normalizer(BASE).args("tool", "t", args, IdMap())
+    stored = orjson.loads(orjson.dumps(args))  # what a line would hold, were they written
+    assert not same(args, stored, None)
+
+
+@pytest.mark.parametrize("place", list(_PLACES))
+def test_json_values_of_their_own_types_are_as_stored_wherever_they_stand(place: str) -> None:
+    value: list[Any] = [1, -(2**63), 2**63 - 1, 2.5, -0.0, 1e300, None, True, "x", {"c": []}]
+    args = _PLACES[place](value)
+    assert same(args, orjson.loads(orjson.dumps(args)), None)
+    tupled = _PLACES[place](tuple(value))  # keyed as the list stored, but not compared so
+    assert not same(tupled, orjson.loads(orjson.dumps(tupled)), None)
 
 
 def test_args_holding_a_path_under_the_root_are_never_as_stored() -> None:

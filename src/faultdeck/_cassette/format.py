@@ -159,19 +159,14 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     of the line's other fields: parsed alone, the answer (``None`` when it is not among
     them) costs less than the whole line.
     """
-    raw: bytes = _item(entry, _RAW)
-    at = raw.find(_ARGS) + len(_ARGS)
-    end = at + len(form)
-    if (
-        at == len(_ARGS) - 1  # none
-        or not raw.startswith(form, at)
-        or raw[end : end + 1] != b","
-        or raw.count(b"{", 0, at) != 1
-        or raw.find(_ARGS, end) != -1
-    ):
+    # (partition and slices: bytes.find and startswith parse their arguments at a cost)
+    before, named, after = _item(entry, _RAW).partition(_ARGS)
+    end = len(form)
+    if not named or after[:end] != form or after[end : end + 1] != b"," or before.count(b"{") != 1:
         return None
-    rest: dict[str, Any] = orjson.loads(b"{" + raw[end + 1 :])
-    return rest if entry.result in rest else None  # (written before the args: unsure)
+    rest: dict[str, Any] = orjson.loads(b"{" + after[end + 1 :])
+    # Named twice (the last counts), or the answer written before the args: unsure.
+    return rest if entry.result in rest and "args" not in rest else None
 
 
 class HeldEntry(Entry):

@@ -28,7 +28,6 @@ from .._base.clock import Clock
 from .._base.context import step_now
 from .._base.errors import ArgumentError
 from .._cassette.format import Entry, HeldEntry, held_after, stored_parts
-from .._cassette.reader import HOLD_LINES_BELOW
 from .._keys.asis import args_form, stores
 from .._keys.canonical import make_key
 from .._keys.fields import ABSENT
@@ -116,16 +115,11 @@ class CleanReplay:
                 and (form := args_form(args, normalizer.root_json)) is not None
             ):
                 # A line held as bytes stores the args as orjson writes them: compared
-                # there, and only the fields after them parsed. NaN and the infinities
-                # are written null: args holding one are compared parsed. (A held line is
-                # short, reader.HOLD_LINES_BELOW: longer args are not on it, and the look
-                # goes no further; bytes.find is slow past one byte.)
-                line = None
-                if type(entry) is HeldEntry and form.find(b"null", 0, HOLD_LINES_BELOW) < 0:
-                    line = held_after(entry, form)
+                # there, and only the fields after them parsed.
+                line = held_after(entry, form) if type(entry) is HeldEntry else None
                 if line is None:
                     stored, line = stored_parts(entry)
-                    if not stores(form, args, stored):
+                    if not stores(form, stored):
                         form = None
                 # While every call came this way, in file order from the first line, the
                 # run knows only ids the recording knew at this line, none in its args.

@@ -15,24 +15,21 @@ key is computed from the args as stored), without a walk and without a hash, pro
 - no string in them is an id the run has learned since the line was recorded, the one rule
   that depends on the run so far (``id_candidates`` lists the strings it could apply to).
 
-The args are told apart exactly by their JSON as orjson writes it and by ``==``, once
-``args_form`` has made sure they hold no object JSON would write as a plain value (see
-there): ``stores`` compares them with a line's parsed args, and ``format.held_after`` with
-a line held as bytes where it stores them. Any doubt sends the call the long way, which
-decides it as always.
+The args are told apart exactly by their JSON as orjson writes it, once ``args_form`` has
+made sure they hold only JSON values each of its own type (see there): ``stores`` compares
+it with a line's parsed args, and ``format.held_after`` with a line held as bytes where it
+stores them. Any doubt sends the call the long way, which decides it as always.
 """
 
 from __future__ import annotations
 
-import marshal
 import re
 from typing import Any
 
 import orjson
 
-# marshal only checks that args hold values of its own types (version 0: the cheapest).
-_MARSHAL_VERSION = 0
-_SHORT = 2048  # bytes of args' JSON up to which a look for a null costs less than ==
+from .outputs import INT_LIMIT
+
 _EXACT = (
     orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -45,35 +42,74 @@ _CANDIDATE = re.compile(rb'"([A-Za-z0-9_.:-]{8,})"')
 
 def args_form(args: Any, root: bytes | None) -> bytes | None:
     """``args`` as JSON bytes, as a line stores them, when they hold JSON values each of its
-    own type, or may (``stores``, or ``==`` with the parsed JSON, settles it), and no path
-    under ``root`` (the project root's prefix as JSON writes it in a string,
-    ``Normalizer.root_json``); ``None`` otherwise, and the long way decides.
+    own type (``exact``) and no path under ``root`` (the project root's prefix as JSON writes
+    it in a string, ``Normalizer.root_json``); ``None`` otherwise, and the long way decides.
 
     orjson writes each JSON type distinctly (``1``, ``1.0`` and ``true`` differ) and keeps
     the fields' order; with the subclass, dataclass and date passthroughs it refuses a
-    subclass of a JSON type, a date and a cycle. It writes an enum member, a UUID and an
-    ``orjson.Fragment`` as their values: ``marshal``, which writes only values of its own
-    types, refuses those. What both let through, ``stores`` tells apart: NaN and the
-    infinities (written ``null``), and a tuple (written as a list)."""
+    subclass of a JSON type, a date and a cycle. What it writes as a plain value though the
+    keyed route refuses it or keys it as another (an enum member, a UUID, an
+    ``orjson.Fragment``, NaN and the infinities, an integer past 63 bits, a tuple), ``exact``
+    refuses."""
     try:
         form = orjson.dumps(args, option=_EXACT)
-        marshal.dumps(args, _MARSHAL_VERSION)
     except (TypeError, ValueError):  # not JSON as stored, or nested too deeply
         return None
-    # (bytes.find: ``in`` tries its operand as an integer first, and fails, at a cost)
-    return form if root is None or form.find(root) < 0 else None
+    try:
+        if not exact(args):
+            return None
+    except RecursionError:  # (orjson nests 255 deep at most: only near the stack's end)
+        return None
+    # (partition: ``in`` tries its operand as an integer first, and fails, at a cost, and
+    # bytes.find parses its arguments at a cost too)
+    return form if root is None or not form.partition(root)[1] else None
 
 
-def stores(form: bytes, args: Any, stored: Any) -> bool:
-    """Whether ``stored`` (parsed from a line) is ``args``, given their ``args_form``.
+def exact(value: Any) -> bool:
+    """Whether ``value`` holds only dicts, lists, strings, booleans, ``None``, integers the
+    keys can hold and finite floats, each of its own type (no subclass, no tuple), as
+    parsed JSON does: args that orjson writes as a line's JSON are then that line's args,
+    value for value (``stores``). Dict keys are orjson's to check (strings, each of its own
+    type, with the subclass passthrough)."""
+    t = type(value)
+    if t is dict:
+        values: Any = value.values()
+    elif t is list:
+        values = value
+    else:
+        return _leaf(value, t)
+    for v in values:  # the common leaves here, without a call (measured)
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if -INT_LIMIT <= v < INT_LIMIT:
+                continue
+            return False
+        if t is float:
+            if v - v == 0.0:  # finite: NaN and the infinities give NaN
+                continue
+            return False
+        if (t is dict or t is list) and exact(v):
+            continue
+        return False
+    return True
 
-    The same JSON, and no NaN or infinity in ``args`` standing for a null in ``stored``
-    (orjson writes them null): short args are looked through for a null (a tuple passes
-    then, which the keyed route makes the list stored: the same key), long ones compared
-    with ``==`` (bytes.find is slow past one byte: a look costs more than ``==`` there)."""
-    return form == orjson.dumps(stored) and (
-        (len(form) < _SHORT and form.find(b"null") < 0) or args == stored
-    )
+
+def _leaf(value: Any, t: type) -> bool:
+    """``exact`` for a value that is not a dict or a list."""
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return bool(-INT_LIMIT <= value < INT_LIMIT)
+    return t is float and value - value == 0.0
+
+
+def stores(form: bytes, stored: Any) -> bool:
+    """Whether ``stored`` (args parsed from a line) are the args whose ``args_form`` is
+    ``form``: the same JSON (JSON values of their own types, finite, are equal exactly
+    when orjson writes them the same)."""
+    return form == orjson.dumps(stored)
 
 
 def id_candidates(form: bytes) -> list[str]:
