@@ -83,7 +83,8 @@ def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> d
 
     Args:
         contenders: the sides of the comparison, in the order each repetition runs them.
-        reps: repetitions per contender (a contender's own ``reps`` may lower it).
+        reps: repetitions per contender (a contender's own ``reps`` may lower it: its runs
+            are then spread evenly over the rounds).
         per_run: how many operations one run does, for per-operation figures (a
             contender's own ``per_run`` overrides it).
     """
@@ -97,15 +98,24 @@ def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> d
             if contender.warmup:
                 _run(contender)
         samples: dict[str, list[int]] = {c.name: [] for c in contenders}
+        rounds = {c.name: _rounds(c.reps, reps) for c in contenders}
         for rep in range(reps):
             for contender in contenders:
-                if contender.reps is None or rep < contender.reps:
+                if rep in rounds[contender.name]:
                     samples[contender.name].append(_run(contender))
     finally:
         gc.unfreeze()
     return {
         c.name: Timing(c.name, tuple(samples[c.name]), c.per_run or per_run) for c in contenders
     }
+
+
+def _rounds(own: int | None, reps: int) -> range | set[int]:
+    """The rounds a contender runs in: all of them, or its own number spread evenly over
+    them (so that the others' runs surround its runs in time, not follow them)."""
+    if own is None or own >= reps:
+        return range(reps)
+    return {i * reps // own for i in range(own)}
 
 
 def _run(contender: Contender) -> int:

@@ -47,9 +47,9 @@ class Plan:
     large_calls: int
     reps: int
     big_calls: int = 100_000
-    big_reps: int = 3
+    big_reps: int = 5
     base_calls: int = 100
-    base_reps: int = 15
+    base_reps: int = 25
 
 
 def small_args(i: int) -> dict[str, Any]:

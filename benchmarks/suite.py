@@ -63,7 +63,7 @@ FULL = Sizes(
     calls=deck_call.Plan(small_calls=5000, large_calls=500, reps=11),
     peers=peers.Plan(sizes=(100, 2000), reps={100: 41, 2000: 21}),
     load_calls=100_000,
-    load_reps=5,
+    load_reps=9,
     record=recording.Plan(flush_calls=5000, fsync_calls=500, reps=9),
     replays=300,
     replay_reps=7,
@@ -174,7 +174,9 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
     checked = min(http.body_full & set(http.body_sample), default=None)
     notes = [
         "Each comparison's sides run in one process and take turns, A, B, A, B …, one "
-        "repetition after another, after one untimed warm-up run each. Each run is timed "
+        "repetition after another, after one untimed warm-up run each; a side that runs "
+        "fewer times (a slow peer, the N=100,000 side) runs in rounds spread evenly among "
+        "the others'. Each run is timed "
         "with time.perf_counter_ns with the garbage collector collected before and disabled "
         "during the timed section. Figures are medians; a ratio is the ratio of medians.",
         "Only the loop is timed: opening a cassette (faultdeck's Deck.open, a peer's "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import faultdeck as fd
 
 
 def project(tmp_path: Path, table: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pyproject.toml").write_text(f"[tool.faultdeck]\n{table}\n", "utf-8")
     return tmp_path
 
@@ -20,6 +22,21 @@ def test_defaults_without_a_pyproject(tmp_path: Path) -> None:
     settings = fd.load_settings(tmp_path)
     assert settings.root == str(tmp_path)
     assert (settings.mode, settings.match, settings.cassette_dir) == (None, "keyed", None)
+
+
+def test_a_projects_settings_are_one_object_until_its_pyproject_changes(tmp_path: Path) -> None:
+    # Decks share what they build from the same settings (a rehearsal makes one per cell).
+    bare = tmp_path / "bare"
+    (bare / ".git").mkdir(parents=True)
+    assert fd.load_settings(bare) is fd.load_settings(bare / ".git")
+    root = project(tmp_path / "configured", 'mode = "record"')
+    first = fd.load_settings(root)
+    assert fd.load_settings(root) is first
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text('[tool.faultdeck]\nmode = "replay"\n', "utf-8")
+    stat = pyproject.stat()
+    os.utime(pyproject, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert fd.load_settings(root).mode == "replay"
 
 
 def test_settings_reach_the_deck(tmp_path: Path) -> None:

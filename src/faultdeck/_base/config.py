@@ -136,8 +136,16 @@ def load_settings(start: str | os.PathLike[str] | None = None) -> Settings:
     """
     root, mtime = _project(start)
     if mtime is None:
-        return Settings(root=root)
+        return _defaults(root)
     return _load(os.path.join(root, "pyproject.toml"), mtime)
+
+
+@functools.lru_cache(maxsize=16)
+def _defaults(root: str) -> Settings:
+    """The settings of a project with no pyproject.toml: one object per root, as ``_load``
+    gives one per file, so that decks share what they build from them (``Deck``'s
+    normalizer: a rehearsal makes a deck per cell)."""
+    return Settings(root=root)
 
 
 @functools.lru_cache(maxsize=16)
