@@ -31,7 +31,7 @@ class Contender:
         prepare: a context manager whose value is the timed body; entering it (opening a
             cassette, starting a client) and leaving it (closing them) are not timed.
         reps: at most this many repetitions, for a peer too slow to run as often as the
-            others; ``None`` runs every repetition.
+            others, spread evenly over the rounds; ``None`` runs every repetition.
         warmup: run it once, untimed, before the repetitions.
         per_run: how many operations one of its runs does, when not the comparison's.
     """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.support import ROOT
@@ -73,3 +74,24 @@ def test_quick_run_prints_every_row_and_writes_the_results(tmp_path: Path) -> No
     for name in MACHINE:
         assert f"| {name} " in machine
     assert "## Method" in written
+
+
+def test_a_side_that_runs_fewer_times_runs_among_the_others() -> None:
+    from contextlib import contextmanager
+
+    from benchmarks._timing import Contender, interleave
+
+    order: list[str] = []
+
+    def side(name: str) -> Contender:
+        @contextmanager
+        def prepare() -> Iterator[Callable[[], None]]:
+            yield lambda: order.append(name)
+
+        return Contender(name, prepare, reps=3 if name == "few" else None)
+
+    timings = interleave([side("all"), side("few")], reps=9, per_run=1)
+    assert order[:2] == ["all", "few"]  # the warm-up runs
+    # "few" runs in rounds 0, 3 and 6 of 9, each after "all"'s run of that round
+    assert "".join("f" if n == "few" else "a" for n in order[2:]) == "afaaafaaafaa"
+    assert (timings["all"].reps, timings["few"].reps) == (9, 3)

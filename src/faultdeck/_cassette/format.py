@@ -165,7 +165,8 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     if not named or after[:end] != form or after[end : end + 1] != b"," or before.count(b"{") != 1:
         return None
     rest: dict[str, Any] = orjson.loads(b"{" + after[end + 1 :])
-    # Named twice (the last counts), or the answer written before the args: unsure.
+    # "args" named again at the top (the last counts: other args), or the answer written
+    # before them (not among these fields): the caller compares the parsed line.
     return rest if entry.result in rest and "args" not in rest else None
 
 

@@ -165,7 +165,9 @@ class Normalizer:
         if root is None:
             return False
         try:
-            return orjson.dumps(args).find(root) >= 0  # (`in` tries an integer first)
+            # (as ``asis.args_form`` looks: ``in`` tries an integer first, find parses its
+            # arguments, both at a cost)
+            return bool(orjson.dumps(args).partition(root)[1])
         except TypeError:  # what JSON cannot hold (a field normalization strips): assume so
             return True
 
