@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +162,35 @@ def test_an_outcome_is_a_frozen_value() -> None:
         made.status = "stopped"  # type: ignore[misc]
     with pytest.raises(TypeError):
         fd.Outcome("a")  # type: ignore[call-arg]
+
+
+def test_a_failure_leaves_no_cycle_behind(golden: Path) -> None:
+    """An injected fault, caught by the loop or by its caller, is freed as soon as it is
+    dropped: neither the frame that raised it nor the runner's keeps it (its traceback holds
+    them, so either would make a cycle only the garbage collector frees, and with it the
+    frames of the whole loop)."""
+    caught: list[weakref.ref[BaseException]] = []
+
+    def step(op: str) -> Any:
+        try:
+            return deck.call("tool", op, {}, returns(None))
+        except fd.TransientError as exc:
+            caught.append(weakref.ref(exc))
+            raise
+
+    gc.collect()
+    gc.disable()
+    try:
+        plan = fd.FaultPlan([faults.timeout().at(seq=1)])
+        with fd.Deck(golden, mode="replay", faults=plan, repeats="last") as deck:
+            outcomes = fd.run_steps(step, ["a"], POLICY, clock=fd.VirtualClock())
+        assert (outcomes[0].status, outcomes[0].attempts) == ("ok", 2)
+        with fd.Deck(golden, mode="replay", faults=plan) as deck:
+            with pytest.raises(fd.TransientError) as raised:
+                deck.call("tool", "a", {}, returns(None))
+            caught.append(weakref.ref(raised.value))
+            del raised
+        assert len(caught) == 2
+        assert [ref() for ref in caught] == [None, None]
+    finally:
+        gc.enable()

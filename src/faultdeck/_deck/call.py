@@ -107,7 +107,12 @@ class Call(Answering):
             )
             if self.write and not isinstance(exc, ProcessKilled):
                 self._put("error", error_to_json(exc), 0.0, fault=fault.to_json())
-        raise exc
+        try:
+            raise exc
+        finally:
+            # Its traceback holds this frame and its callers': kept as a local, the error
+            # would make them a cycle that only the garbage collector frees.
+            del exc
 
     # -- answering from the recording ------------------------------------------------------
 

@@ -229,6 +229,9 @@ class _Runner:
                     attempt = _Attempts()
                 attempt.count = count
                 outcome = self.failed(op, failure, attempt)
+                # The failure's traceback holds this frame, and the frames it was called from:
+                # kept here, it would make all of them garbage only the cyclic collector frees.
+                del failure
                 if outcome is None:
                     continue
                 return outcome
