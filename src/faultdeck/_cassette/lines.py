@@ -3,6 +3,7 @@
 The common line (a well-formed ``out`` of an in-process call) is checked in one go; any
 other takes the careful path, which names what is wrong (what replay would trip over: an
 HTTP answer without its status, a stream without events, a fault that is not an object).
+A large cassette's common lines come here only when ``held.entries`` left them.
 """
 
 from __future__ import annotations
@@ -76,40 +77,21 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
             ids = ()  # most lines: an answer that hands out none
         if schema is not SCHEMA_DEFAULT:
             schema = _intern(schema)
-        if raw is not None:
-            return _new(  # a HeldEntry, its fields in order
-                HeldEntry,
-                (
-                    seq,
-                    fast[0],
-                    _intern(name),
-                    key,
-                    raw,  # held in place of the args
-                    "out",
-                    None,
-                    ms,
-                    get("step"),
-                    schema,
-                    None,
-                    None,
-                    number,
-                    ids,
-                ),
-            )
-        return _new(  # an Entry, its fields in order
-            Entry,
+        held = raw is not None
+        return _new(  # an Entry, or a HeldEntry holding its line, its fields in order
+            HeldEntry if held else Entry,
             (
                 seq,
                 fast[0],
                 _intern(name),
                 key,
-                args,
+                raw if held else args,
                 "out",
-                out,
+                None if held else out,
                 ms,
                 get("step"),
                 schema,
-                get("meta"),
+                None if held else get("meta"),
                 None,
                 number,
                 ids,

@@ -28,7 +28,7 @@ from .._base.errors import (
     CassetteWarning,
     warn,
 )
-from . import store
+from . import held, store
 from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording, http_body
 from .lines import RESTORE as _RESTORE
 from .lines import abort, entry, http_answer_problem, intent
@@ -67,6 +67,7 @@ COMPARE_UP_TO = 1 << 20
 one's by their hash."""
 
 _SHARED_MAX = 4  # recordings kept by load_shared, the most recently used first
+_CHUNK = 1024  # lines read in one step at a time, when held
 
 
 def load(path: str | os.PathLike[str]) -> Recording:
@@ -221,34 +222,48 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
     aborted: set[tuple[int, str]] = set()
     end: dict[str, Any] | None = None
     loads, append, below = orjson.loads, entries.append, HOLD_LINES_BELOW
-    for number, raw in enumerate(lines[1:], start=2):
-        try:
-            obj = loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise CassetteCorrupt(path, number, f"not JSON ({exc})", _RESTORE) from None
-        except RecursionError:
-            raise CassetteCorrupt(path, number, "nested too deeply", _RESTORE) from None
-        if type(obj) is not dict:
-            raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
-        if "seq" in obj:
-            if len(raw) < below:
-                append(entry(obj, path, number, raw if hold else None))
-            else:
-                append(made := entry(obj, path, number))
-                if made.result == "out" and (body := http_body(made.value)) is not None:
-                    bodies[number] = body
-        elif "begin" in obj:
-            intents.append(intent(obj, path, number))
-        elif "abort" in obj:
-            aborted.add(abort(obj, path, number))
-        elif "end" in obj and type(obj["end"]) is dict:
-            end = obj["end"]
+    # Held, the common line is read in one step (``held.entries``), a chunk of lines at a
+    # time; any other line, line by line.
+    quick = hold and held.readable(data)
+    for start in range(1, len(lines), _CHUNK):
+        chunk = lines[start : start + _CHUNK]
+        made, every = held.entries(chunk, start + 1, below) if quick else (None, False)
+        if every:
+            entries.extend(made)  # type: ignore[arg-type]  # (no None among them)
+            end = None
             continue
-        else:
-            raise CassetteCorrupt(
-                path, number, "neither a call (no 'seq') nor an end line", _RESTORE
-            )
-        end = None  # the run went on after an end line (append, resume)
+        for number, raw in enumerate(chunk, start + 1):
+            if made is not None and (one := made[number - start - 1]) is not None:
+                append(one)
+                end = None
+                continue
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise CassetteCorrupt(path, number, f"not JSON ({exc})", _RESTORE) from None
+            except RecursionError:
+                raise CassetteCorrupt(path, number, "nested too deeply", _RESTORE) from None
+            if type(obj) is not dict:
+                raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
+            if "seq" in obj:
+                if len(raw) < below:
+                    append(entry(obj, path, number, raw if hold else None))
+                else:
+                    append(whole := entry(obj, path, number))
+                    if whole.result == "out" and (body := http_body(whole.value)) is not None:
+                        bodies[number] = body
+            elif "begin" in obj:
+                intents.append(intent(obj, path, number))
+            elif "abort" in obj:
+                aborted.add(abort(obj, path, number))
+            elif "end" in obj and type(obj["end"]) is dict:
+                end = obj["end"]
+                continue
+            else:
+                raise CassetteCorrupt(
+                    path, number, "neither a call (no 'seq') nor an end line", _RESTORE
+                )
+            end = None  # the run went on after an end line (append, resume)
     return Recording(
         path,
         header,

@@ -1,0 +1,158 @@
+"""The common line of a large cassette read in one step: a well-formed ``out`` of an
+in-process call, decoded by msgspec into the fields its entry keeps, its args, answer and
+meta left as the bytes they are (a ``HeldEntry`` parses them when read).
+
+This is only a shortcut for what ``lines.entry`` checks line by line after ``orjson``
+parsed the whole line: it takes a line only when orjson would take it too, with the same
+values, and leaves every other line (``None``) to that route, which then decides it and
+names whatever is wrong. msgspec checks what it skips over as JSON, with two exceptions
+that are checked here instead:
+
+- bytes that are not UTF-8 (it checks strings only where it decodes them): the whole
+  file is checked once (``readable``);
+- a number too large for a float (orjson refuses ``1e400``): a line whose skipped values
+  hold an exponent of three digits or more, or a run of a hundred digits, is left to
+  orjson (``_LARGE``). A number needs one or the other to pass 1.8e308.
+
+And msgspec reads an integer past 64 bits as an integer where orjson reads a float: the
+line's ``seq`` and ``ms`` must be below 2**64 (``step``, kept parsed, is parsed by orjson).
+"""
+
+from __future__ import annotations
+
+import sys
+from bisect import bisect_right
+from itertools import accumulate
+
+import msgspec
+import orjson
+
+from .._keys.canonical import KINDS, SCHEMA_DEFAULT
+from .format import Entry, HeldEntry
+
+_ABSENT = msgspec.Raw()
+
+
+class _Line(msgspec.Struct, forbid_unknown_fields=True):
+    """The fields of a plain out line; any other field (``error``, ``stream``, ``fault``,
+    a ``begin``…) makes the line another route's."""
+
+    seq: int
+    kind: str
+    name: str
+    key: str
+    args: msgspec.Raw
+    out: msgspec.Raw
+    ms: int | float = 0
+    step: msgspec.Raw = _ABSENT
+    schema: str = SCHEMA_DEFAULT
+    meta: msgspec.Raw = _ABSENT
+    ids: list[str] | None = None
+
+
+class _Other(Exception):
+    """A line for the line-by-line route."""
+
+
+_decode = msgspec.json.Decoder(_Line).decode
+_DecodeError = msgspec.DecodeError  # (ValidationError is one)
+_FAST = {k: (k, k + ":") for k in KINDS if k != "http"}
+_LIMIT = 1 << 64  # orjson reads an integer from 2**64 as a float
+_MS_LIMIT = float(_LIMIT)  # (a float compares with a float faster than with a large int)
+_intern = sys.intern
+_new = tuple.__new__
+_loads = orjson.loads
+
+# Digits read as 0 and E as e: what a number too large for a float must hold, as the
+# bytes it is made of: an exponent of three digits or more (1e400, 1.5E+308), or, with
+# an exponent of two digits at most, a hundred digits before the point.
+# (Signs are dropped: "1e+400" reads "0e000"; a match where none was can only leave more
+# lines to orjson.)
+_DIGITS = bytes.maketrans(b"123456789E", b"000000000e")
+_LARGE = (b"0e000", b"0" * 100)
+_SEP = b"\n"  # between the values searched: read as no digit
+
+
+def readable(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 throughout (the check msgspec skips over args)."""
+    if data.isascii():
+        return True
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def entries(raws: list[bytes], first: int, below: int) -> tuple[list[Entry | None], bool]:
+    """The entry of each line of ``raws`` (line ``first`` onwards) shorter than ``below``
+    that is a plain out line of an in-process call, as ``lines.entry`` builds it with the
+    line held; ``None`` for every other line, which the line-by-line route decides. And
+    whether there is no such other line (a ``None`` looked for among entries would compare
+    equal to each in turn: a ``HeldEntry`` compares as its parsed line)."""
+    made: list[Entry | None] = []
+    append = made.append
+    values: list[msgspec.Raw] = []  # the values skipped, three a line taken
+    keep = values.extend
+    for number, raw in enumerate(raws, first):
+        try:
+            if len(raw) >= below:  # kept parsed (``reader.HOLD_LINES_BELOW``)
+                raise _Other
+            line = _decode(raw)
+            seq, fast, key, ms, name = line.seq, _FAST.get(line.kind), line.key, line.ms, line.name
+            if (
+                fast is None
+                or not 0 < seq < _LIMIT
+                or not 0 <= ms < _MS_LIMIT  # (an integer as orjson reads it, a finite float)
+                or not name
+                or not key.startswith(fast[1])
+            ):
+                raise _Other
+            step = _loads(memoryview(line.step)) if line.step else None  # as orjson reads it
+        except (_DecodeError, orjson.JSONDecodeError, _Other):
+            append(None)
+            continue
+        ids = line.ids
+        schema = line.schema
+        keep((line.args, line.out, line.meta))
+        append(
+            _new(  # a HeldEntry, its fields in order
+                HeldEntry,
+                (
+                    seq,
+                    fast[0],
+                    _intern(name),
+                    key,
+                    raw,  # held in place of the args
+                    "out",
+                    None,
+                    ms,
+                    step,
+                    schema if schema is SCHEMA_DEFAULT else _intern(schema),
+                    None,
+                    None,
+                    number,
+                    None if ids is None else tuple(ids),
+                ),
+            )
+        )
+    if values and _drop_large(made, values):
+        return made, False
+    return made, len(values) == 3 * len(made)
+
+
+def _drop_large(made: list[Entry | None], values: list[msgspec.Raw]) -> bool:
+    """Leave to orjson each line of ``made`` whose three ``values`` (those of each line
+    taken, in order) may hold a number too large for a float; whether any was left."""
+    text = _SEP.join(values).translate(_DIGITS, b"+-")
+    found = [at for needle in _LARGE if (at := text.find(needle)) >= 0]
+    if not found:
+        return False
+    taken = [i for i, one in enumerate(made) if one is not None]
+    ends = list(accumulate(len(v) + 1 for v in values))[2::3]  # past each line's values
+    for needle in _LARGE:
+        at = text.find(needle)
+        while at >= 0:
+            made[taken[bisect_right(ends, at)]] = None
+            at = text.find(needle, at + 1)
+    return True
