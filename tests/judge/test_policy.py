@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gc
+import pickle
 import weakref
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,15 @@ def test_an_outcome_is_a_frozen_value() -> None:
         made.status = "stopped"  # type: ignore[misc]
     with pytest.raises(TypeError):
         fd.Outcome("a")  # type: ignore[call-arg]
+    assert pickle.loads(pickle.dumps(made)) == made
+    assert type(copy.copy(made)) is fd.Outcome
+    assert copy.deepcopy(made) == made
+    assert dataclasses.asdict(made)["value"] == {"n": 1}
+    ran = fd.run_steps(lambda op: op, ["a"], POLICY, clock=fd.VirtualClock())
+    assert type(ran[0]) is fd.Outcome
+    assert ran == [fd.Outcome("a", "ok", "a", None, 1, None, 0.0, POLICY.concurrency + 1)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ran[0].value = "b"  # type: ignore[misc]
 
 
 def test_a_failure_leaves_no_cycle_behind(golden: Path) -> None:

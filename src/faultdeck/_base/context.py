@@ -41,6 +41,10 @@ def current_step() -> Any:
 
 step_now = _STEP.get
 """``current_step`` as the context variable's own method, a frame less on a hot path."""
+enter_step = _STEP.set
+"""``step(label).__enter__`` without the object: gives the token ``leave_step`` takes (for
+a loop that labels every op)."""
+leave_step = _STEP.reset
 
 
 class idempotency:  # lower-case: used as a function, ``with idempotency(key):``
