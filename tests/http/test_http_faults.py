@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +263,27 @@ def test_a_stream_is_marked_streamed_live_and_replayed(
         read_stream(client)
         client.chat.completions.create(model="gpt-x", messages=ASK)
     assert [c.streamed for c in again.calls] == [True, False]
+
+
+def test_a_transport_fault_is_freed_when_dropped(tmp_path: Path) -> None:
+    """The error a transport fault raises in the request's place leaves no cycle behind (its
+    traceback holds the frames that raised it): dropped, it is freed at once, with the
+    garbage collector off."""
+    path = tmp_path / "plain.jsonl"
+    body = {"model": "gpt-x", "messages": ASK}
+    with Upstream() as upstream, fd.Deck(path, mode="record") as deck:
+        with httpx2.Client(transport=Transport(deck, httpx=httpx2)) as client:
+            client.post(f"{upstream.url}/v1/chat/completions", json=body).raise_for_status()
+    gc.collect()
+    gc.disable()
+    try:
+        deck, _ = replay(path, [faults.timeout().at(seq=1)])
+        with deck, httpx2.Client(transport=Transport(deck, httpx=httpx2)) as client:
+            with pytest.raises(httpx2.ReadTimeout) as raised:
+                client.post(f"{DEAD}/v1/chat/completions", json=body)
+            dropped = weakref.ref(raised.value)
+            del raised
+            assert dropped() is None
+    finally:
+        gc.enable()
+    assert deck.report().calls[0].error == "ReadTimeout"

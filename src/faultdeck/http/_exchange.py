@@ -109,7 +109,12 @@ class Exchange:
         call = owner.deck.begin(self.kind, self.name, self.args, shaped=SHAPED)
         stand_in = self.stand_in(call)
         if isinstance(stand_in, Exception):
-            raise stand_in
+            try:
+                raise stand_in
+            finally:
+                # Its traceback holds this frame: kept as a local, the error would make a
+                # cycle that only the garbage collector frees (``Call.inject`` says the same).
+                del stand_in
         if stand_in is not None:
             return Step(call, stream_type, stand_in, 0.0)
         entry = call.recorded
