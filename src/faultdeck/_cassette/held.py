@@ -8,11 +8,14 @@ values, and leaves every other line (``None``) to that route, which then decides
 names whatever is wrong. msgspec checks what it skips over as JSON, with two exceptions
 that are checked here instead:
 
-- bytes that are not UTF-8 (it checks strings only where it decodes them): the whole
-  file is checked once (``readable``);
+- bytes that are not UTF-8 (it checks strings only where it decodes them): the values
+  skipped in a chunk of lines are checked together, and when they are not UTF-8 every
+  line of the chunk is left to orjson;
 - a number too large for a float (orjson refuses ``1e400``): a line whose skipped values
   hold an exponent of three digits or more, or a run of a hundred digits, is left to
   orjson (``_LARGE``). A number needs one or the other to pass 1.8e308.
+
+(``_drop_unsure`` makes both checks.)
 
 And msgspec reads an integer past 64 bits as an integer where orjson reads a float: the
 line's ``seq`` and ``ms`` must be below 2**64 (``step``, kept parsed, is parsed by orjson).
@@ -73,23 +76,12 @@ _LARGE = (b"0e000", b"0" * 100)
 _SEP = b"\n"  # between the values searched: read as no digit
 
 
-def readable(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8 throughout (the check msgspec skips over args)."""
-    if data.isascii():
-        return True
-    try:
-        data.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 def entries(raws: list[bytes], first: int, below: int) -> tuple[list[Entry | None], bool]:
     """The entry of each line of ``raws`` (line ``first`` onwards) shorter than ``below``
     that is a plain out line of an in-process call, as ``lines.entry`` builds it with the
     line held; ``None`` for every other line, which the line-by-line route decides. And
-    whether there is no such other line (a ``None`` looked for among entries would compare
-    equal to each in turn: a ``HeldEntry`` compares as its parsed line)."""
+    whether every line was taken (said here: looking for ``None`` among the entries would
+    compare each with it, and a ``HeldEntry`` compares as its parsed line, a parse each)."""
     made: list[Entry | None] = []
     append = made.append
     values: list[msgspec.Raw] = []  # the values skipped, three a line taken
@@ -136,23 +128,32 @@ def entries(raws: list[bytes], first: int, below: int) -> tuple[list[Entry | Non
                 ),
             )
         )
-    if values and _drop_large(made, values):
+    if values and _drop_unsure(made, values):
         return made, False
     return made, len(values) == 3 * len(made)
 
 
-def _drop_large(made: list[Entry | None], values: list[msgspec.Raw]) -> bool:
-    """Leave to orjson each line of ``made`` whose three ``values`` (those of each line
-    taken, in order) may hold a number too large for a float; whether any was left."""
-    text = _SEP.join(values).translate(_DIGITS, b"+-")
-    found = [at for needle in _LARGE if (at := text.find(needle)) >= 0]
-    if not found:
-        return False
-    taken = [i for i, one in enumerate(made) if one is not None]
-    ends = list(accumulate(len(v) + 1 for v in values))[2::3]  # past each line's values
+def _drop_unsure(made: list[Entry | None], values: list[msgspec.Raw]) -> bool:
+    """Leave to orjson the lines of ``made`` whose three ``values`` (those of each line
+    taken, in order) orjson might not read as msgspec skipped them: every line when they
+    are not all UTF-8, else each line whose values may hold a number too large for a
+    float. Whether any line was left."""
+    joined = _SEP.join(values)
+    if not joined.isascii():
+        try:
+            joined.decode()
+        except UnicodeDecodeError:
+            made[:] = [None] * len(made)
+            return True
+    text = joined.translate(_DIGITS, b"+-")
+    ends: list[int] = []  # past each line's values in ``text``, made at the first match
+    taken: list[int] = []  # the index in ``made`` of each line with values
     for needle in _LARGE:
         at = text.find(needle)
         while at >= 0:
+            if not ends:
+                taken = [i for i, one in enumerate(made) if one is not None]
+                ends = list(accumulate(len(v) + 1 for v in values))[2::3]
             made[taken[bisect_right(ends, at)]] = None
             at = text.find(needle, at + 1)
-    return True
+    return bool(ends)

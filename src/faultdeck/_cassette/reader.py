@@ -224,10 +224,9 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
     loads, append, below = orjson.loads, entries.append, HOLD_LINES_BELOW
     # Held, the common line is read in one step (``held.entries``), a chunk of lines at a
     # time; any other line, line by line.
-    quick = hold and held.readable(data)
     for start in range(1, len(lines), _CHUNK):
         chunk = lines[start : start + _CHUNK]
-        made, every = held.entries(chunk, start + 1, below) if quick else (None, False)
+        made, every = held.entries(chunk, start + 1, below) if hold else (None, False)
         if every:
             entries.extend(made)  # type: ignore[arg-type]  # (no None among them)
             end = None
