@@ -258,7 +258,7 @@ TRIALS = textwrap.dedent(
     folder, trials = sys.argv[1], int(sys.argv[2])
     N = 16
 
-    def agent(mode, cassette, style, done_log, effects, seed):
+    def agent(mode, cassette, style, done_log, effects, seed, returned=None):
         deck = fd.Deck(cassette, mode=mode, allow_side_effects=True, on_harness_change="ignore")
         rng = random.Random(seed)
         delays = [rng.uniform(0, 0.006) for _ in range(N)]
@@ -268,17 +268,22 @@ TRIALS = textwrap.dedent(
             os.write(done_log, f"{i}\\n".encode())  # the call is complete here
             return {"i": i}
 
+        def back(i, out):  # the call has returned to the caller: its line is written
+            if returned is not None and i % 4:
+                os.write(returned, f"{i}\\n".encode())
+            return out
+
         @deck.tool(side_effect=True, idempotency_key="key")
         def charge(i, key=None):
             os.write(effects, (json.dumps({"i": i, "key": key}) + "\\n").encode())
-            time.sleep(delays[i] / 2)
+            time.sleep(delays[i])
             return {"charged": i}
 
         with deck:
             if style == "threads":
                 with ThreadPoolExecutor(2) as pool:
                     outs = list(pool.map(
-                        lambda i: deck.call("tool", "work", {"i": i}, lambda: work(i))
+                        lambda i: back(i, deck.call("tool", "work", {"i": i}, lambda: work(i)))
                         if i % 4 else charge(i), range(N)))
             else:
                 async def one(i):
@@ -288,7 +293,7 @@ TRIALS = textwrap.dedent(
                         await asyncio.sleep(delays[i])
                         os.write(done_log, f"{i}\\n".encode())
                         return {"i": i}
-                    return await deck.acall("tool", "work", {"i": i}, go)
+                    return back(i, await deck.acall("tool", "work", {"i": i}, go))
                 async def main():
                     return await asyncio.gather(*(one(i) for i in range(N)))
                 outs = asyncio.run(main())
@@ -321,8 +326,10 @@ TRIALS = textwrap.dedent(
         done = os.open(os.path.join(folder, f"t{t}.done"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         effects_path = os.path.join(folder, f"t{t}.effects")
         effects = os.open(effects_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        returned_path = os.path.join(folder, f"t{t}.returned")
+        returned = os.open(returned_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         rng = random.Random(1000 + t)
-        pid = child("record", cassette, style, done, effects, t)
+        pid = child("record", cassette, style, done, effects, t, returned)
         # The kill lands mid-run whatever the machine's load: after a random number of the
         # work calls completed, plus a random part of one call's time.
         after = rng.randint(1, 10)
@@ -352,6 +359,8 @@ TRIALS = textwrap.dedent(
             written = set()
         completed = {int(x) for x in open(os.path.join(folder, f"t{t}.done")).read().split()}
         row["lost"] = len(completed - written)
+        back = {int(x) for x in open(returned_path).read().split()}
+        row["returned_unwritten"] = sorted(back - written)
         pid = child("resume", cassette, style, done, effects, t)
         _, status = os.waitpid(pid, 0)
         row["resumed"] = os.WEXITSTATUS(status) == 0 if os.WIFEXITED(status) else False
@@ -370,6 +379,7 @@ TRIALS = textwrap.dedent(
         results.append(row)
         os.close(done)
         os.close(effects)
+        os.close(returned)
     print(json.dumps(results))
     """
 )
@@ -385,8 +395,14 @@ def test_a_hundred_random_kills_lose_nothing_and_repeat_no_side_effect(tmp_path:
     assert unreadable == [], unreadable[:3]
     unfinished = [r for r in rows if not (r["resumed"] and r["complete"])]
     assert unfinished == [], (unfinished[:3], done.stderr[-2000:])
-    assert max(r["lost"] for r in rows) <= 1, [r for r in rows if r["lost"] > 1]
+    # Every call that returned had its line written first; what a kill can lose is only a
+    # call that completed but had not yet returned: one per thread running calls (the pool's
+    # two), one under asyncio (one task runs at a time, and none awaits in that span).
+    assert [r for r in rows if r["returned_unwritten"]] == []
+    most = {"threads": 2, "asyncio": 1}
+    assert [r for r in rows if r["lost"] > most[r["style"]]] == []
     assert sum(r["twice"] for r in rows) == 0, [r for r in rows if r["twice"]]
-    # The kills land mid-run: with calls in flight, side effects in doubt among them.
+    # The kills land mid-run: with calls in flight, side effects in doubt among them (about
+    # three runs in four and one in five over 400 runs here: the bounds leave a wide margin).
     assert sum(1 for r in rows if r["in_flight"] and r["entries"]) >= 30
-    assert sum(1 for r in rows if r["in_doubt"]) >= 10
+    assert sum(1 for r in rows if r["in_doubt"]) >= 5
