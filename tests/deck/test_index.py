@@ -6,6 +6,12 @@ count checked against what the recording says.
 
 from __future__ import annotations
 
+from collections import deque
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from faultdeck._cassette.format import Entry
 from faultdeck._deck.index import ReplayIndex
 from faultdeck._deck.report import CallRecord, CallRef, Repeat
@@ -200,3 +206,118 @@ def test_strict_matching_expects_an_entry_only_at_its_own_seq() -> None:
     assert index.expected(2) is ENTRIES[1]
     assert index.peek("tool:a", 1) is None
     assert index.peek("tool:a", 3) is ENTRIES[2]
+
+
+# -- against a plain model ------------------------------------------------------------------
+
+
+class Model:
+    """The index's contract with nothing saved: a deque per key, every count kept at once."""
+
+    def __init__(self, entries: list[Entry], *, strict: bool, repeat_last: bool) -> None:
+        self.strict, self.repeat_last = strict, repeat_last
+        self.queues: dict[Any, deque[Entry]] = {}
+        for e in entries:
+            self.queues.setdefault(self.qkey(e.key, e.seq), deque()).append(e)
+        self.last: dict[str, Entry] = {}
+        self.asked: dict[str, int] = {}
+        self.remaining, self.served, self.order_changes, self.last_seq = len(entries), 0, 0, 0
+
+    def qkey(self, key: str, seq: int) -> Any:
+        return (key, seq) if self.strict else key
+
+    def take(self, key: str, seq: int) -> Entry | None:
+        self.asked[key] = self.asked.get(key, 0) + 1
+        queue = self.queues.get(self.qkey(key, seq))
+        if not queue:
+            return self.last.get(key)
+        entry = queue.popleft()
+        self.remaining -= 1
+        if self.repeat_last:
+            self.last[key] = entry
+        return entry
+
+    def head(self, key: str, seq: int) -> Entry | None:
+        queue = self.queues.get(self.qkey(key, seq))
+        return queue[0] if queue else None
+
+    def has(self, key: str, seq: int) -> bool:
+        return self.head(key, seq) is not None or key in self.last
+
+    def serve(self, entry: Entry) -> None:
+        self.served += 1
+        self.order_changes += entry.seq < self.last_seq
+        self.last_seq = entry.seq
+
+    def state(self) -> tuple[Any, ...]:
+        unused = sorted(e.line for q in self.queues.values() for e in q)
+        return self.remaining, self.served, self.order_changes, self.asked, unused
+
+
+def state(index: ReplayIndex) -> tuple[Any, ...]:
+    unused = sorted(e.line for e in index.unused())
+    return index.remaining, index.served, index.order_changes, dict(index.asked), unused
+
+
+KEYS = ("tool:a", "tool:b", "tool:c")
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(("next", "take", "peek_take", "has", "peek", "look")),
+        st.sampled_from(KEYS),
+        st.integers(1, 14),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    keys=st.lists(st.sampled_from(KEYS), min_size=1, max_size=12),
+    shuffled=st.randoms(use_true_random=False),
+    ops=OPS,
+    strict=st.booleans(),
+    repeat_last=st.booleans(),
+)
+def test_any_mix_of_takes_answers_and_counts_as_the_plain_model(
+    keys: list[str], shuffled: Any, ops: list[tuple[str, str, int]], strict: bool, repeat_last: bool
+) -> None:
+    # Seqs mostly in file order, some swapped (as threads write them).
+    seqs = list(range(1, len(keys) + 1))
+    if shuffled.random() < 0.3:
+        i = shuffled.randrange(len(seqs))
+        j = shuffled.randrange(len(seqs))
+        seqs[i], seqs[j] = seqs[j], seqs[i]
+    entries = [entry(seq, key) for seq, key in zip(seqs, keys, strict=True)]
+    index = ReplayIndex(strict=strict, repeat_last=repeat_last)
+    index.load(entries)
+    model = Model(entries, strict=strict, repeat_last=repeat_last)
+    for op, key, seq in ops:
+        if op == "next":  # the as-stored route: the expected entry, taken in place
+            expected = index.expected(seq)
+            if expected is None:
+                continue
+            assert model.head(expected.key, expected.seq) is expected
+            assert not strict or expected.seq == seq
+            index.take_next(expected)
+            assert model.take(expected.key, expected.seq) is expected
+            model.serve(expected)
+        elif op == "take":  # begin: take, then serve what it gave
+            got = index.take(key, seq)
+            assert got is model.take(key, seq)
+            if got is not None:
+                index.serve(got)
+                model.serve(got)
+        elif op == "peek_take":  # the keyed short route
+            head = index.peek(key, seq)
+            assert head is model.head(key, seq)
+            if head is not None:
+                index.take_peeked(key, seq, head)
+                model.take(key, seq)
+                model.serve(head)
+        elif op == "has":
+            assert index.has(key, seq) == model.has(key, seq)
+        elif op == "peek":
+            assert index.peek(key, seq) is model.head(key, seq)
+        else:  # a report read in the middle of the run
+            assert state(index) == model.state()
+    assert state(index) == model.state()

@@ -15,7 +15,8 @@ route (``clean.py``) tries before it keys a call. While every answer so far was 
 way (``take_next``), from the first line on, the entries before the cursor are exactly the
 ones taken: such a take only moves the cursor, and the queues and counts catch up (in one
 pass) when anything else reads or takes. A long in-order replay then never touches a
-dict per call.
+dict per call. A take by key of the very entry ``expected`` gives (a call a fault made
+take the slow route) keeps that order; any other take ends it.
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ class ReplayIndex:
         self._queues: dict[Any, Entry | deque[Entry]] = {}
         self._entries: Sequence[Entry] = ()
         self._cursor = 0
-        # Every answer so far taken in file order by ``take_next``; the ones before
-        # ``_cursor`` from ``_settled`` on are not yet out of the queues and counts.
+        # Every answer so far taken in file order (by ``take_next``, or by key where it
+        # would have); the ones before ``_cursor`` from ``_settled`` on are not yet out of
+        # the queues and counts.
         self._in_order = True
         self._settled = 0
         self._recorded: Counts | None = Counts()
@@ -158,7 +160,6 @@ class ReplayIndex:
     def take(self, key: str, seq: int) -> Entry | None:
         """The answer for the call ``key`` at ``seq``, or ``None``; the ask is counted."""
         self._settle()
-        self._in_order = False
         asked = self._asked
         asked[key] = asked.get(key, 0) + 1
         qkey = (key, seq) if self._strict else key
@@ -198,7 +199,6 @@ class ReplayIndex:
     def take_peeked(self, key: str, seq: int, entry: Entry) -> None:
         """``take`` and ``serve`` in one, for ``entry``, which ``peek(key, seq)`` just gave."""
         self._settle()
-        self._in_order = False
         self._taken(key, (key, seq) if self._strict else key, entry)
         self._passed(entry)
 
@@ -263,10 +263,28 @@ class ReplayIndex:
         if not self._in_order or start == end:
             return
         self._settled = end
-        strict = self._strict
+        # ``_taken`` for each, inlined: a rehearsal's fault settles every call before it.
+        queues, asked, strict = self._queues, self._asked, self._strict
+        last = self._last if self._repeat_last else None
+        last_seq, changes = self._last_served_seq, 0
         for entry in self._entries[start:end]:
             key = entry.key
-            self._taken(key, (key, entry.seq) if strict else key, entry)
+            qkey = (key, entry.seq) if strict else key
+            held = queues[qkey]
+            if held is entry:
+                del queues[qkey]
+            else:
+                held.popleft()  # type: ignore[union-attr]  # not the entry: its deque
+            asked[key] = asked.get(key, 0) + 1
+            if last is not None:
+                last[key] = entry
+            if entry.seq < last_seq:
+                changes += 1
+            last_seq = entry.seq
+        self._remaining -= end - start
+        self._served += end - start
+        self._order_changes += changes
+        self._last_served_seq = last_seq
 
     def _passed(self, entry: Entry) -> None:
         """``entry`` was taken: an in-order replay asks for the one after it next (looked for
@@ -275,7 +293,10 @@ class ReplayIndex:
         n = len(entries)
         if i < n and entries[i] is entry:  # the guess was right
             self._cursor = i + 1
+            if self._in_order:  # taken, after settling, where take_next would have
+                self._settled = i + 1
             return
+        self._in_order = False
         for j in range(i + 1, min(i + _LOOK_AHEAD, n)):
             if entries[j] is entry:
                 self._cursor = j + 1
