@@ -288,7 +288,8 @@ class ReplayIndex:
 
     def _passed(self, entry: Entry) -> None:
         """``entry`` was taken: an in-order replay asks for the one after it next (looked for
-        a few entries ahead, past calls a loop skipped; else the guess stays)."""
+        a few entries ahead, past calls a loop skipped; else the guess stays). Taken from
+        anywhere but the cursor, it ends the in-order run (``take_next`` then takes by key)."""
         entries, i = self._entries, self._cursor
         n = len(entries)
         if i < n and entries[i] is entry:  # the guess was right
