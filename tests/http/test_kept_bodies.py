@@ -1,5 +1,7 @@
 """A long recorded HTTP answer's body is kept as bytes when the cassette is read, and a
-replay hands those very bytes to the client instead of serializing the body again.
+replay hands those very bytes to the client instead of serializing the body again, with
+the one ``Content-Length`` they have. Only a well-formed answer's body is kept: a model
+line may hold anything, and what is wrong with it is named when it is replayed.
 
 The answers are recorded through ``fd.http.Transport`` over httpx's own ``MockTransport``
 standing in for the upstream: one long JSON answer, one long text answer, one short JSON
@@ -17,6 +19,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck.http import Transport
+from faultdeck.http._shapes import request_args
 
 LONG = {"id": "chatcmpl-1", "choices": [{"message": {"content": "word " * 1000}}]}
 TEXT = "line of text\n" * 400
@@ -72,3 +75,79 @@ def test_a_replay_hands_the_kept_bytes_to_the_client(cassette: Path, plan: Any) 
     assert text.content is kept[lines[1]]
     report = deck.report()
     assert (report.used, report.misses, report.live) == (3, (), 0)
+
+
+@pytest.mark.parametrize("plan", [None, NEVER], ids=["short route", "through begin"])
+def test_a_replayed_answer_has_one_content_length_the_recorded_one_if_kept(
+    cassette: Path, plan: Any, tmp_path: Path
+) -> None:
+    with fd.Deck(cassette, mode="replay", faults=plan) as deck:
+        with httpx.Client(transport=Transport(deck)) as client:
+            answers = program(client)
+    for answer in answers:
+        assert answer.headers.get_list("content-length") == [str(len(answer.content))]
+    edited = tmp_path / "length.jsonl"
+    lines = cassette.read_bytes().splitlines()
+    call = orjson.loads(lines[1])
+    call["out"]["headers"]["Content-Length"] = "7"  # a hand edit, in another case
+    edited.write_bytes(b"\n".join([lines[0], orjson.dumps(call), *lines[2:]]) + b"\n")
+    with fd.Deck(edited, mode="replay", faults=plan) as deck:
+        with httpx.Client(transport=Transport(deck)) as client:
+            long, _, _ = program(client)
+    assert long.headers.get_list("content-length") == ["7"]
+    assert long.json() == LONG
+
+
+@pytest.mark.parametrize("plan", [None, NEVER], ids=["short route", "through begin"])
+def test_a_long_model_line_that_is_no_http_answer_keeps_no_body_and_is_named(
+    tmp_path: Path, plan: Any
+) -> None:
+    path = tmp_path / "model.jsonl"
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    with (
+        fd.Deck(path, mode="record") as deck,
+        httpx.Client(transport=Transport(deck, transport=httpx.MockTransport(upstream))) as c,
+    ):
+        c.post(url, json={"q": 1})
+    lines = path.read_bytes().splitlines()
+    call = orjson.loads(lines[1])
+    call["out"]["body"] = LONG  # long: its line keeps its body's bytes, when well-formed
+    call["out"]["headers"] = {"content-type": 1}  # a hand edit: a model line may hold it
+    path.write_bytes(b"\n".join([lines[0], orjson.dumps(call), *lines[2:]]) + b"\n")
+    recording = fd.load(path)
+    assert recording.entries[0].kind == "model"
+    assert recording.bodies == {}
+    with fd.Deck(path, mode="replay", faults=plan) as deck:
+        with (
+            httpx.Client(transport=Transport(deck)) as client,
+            pytest.raises(fd.CassetteCorrupt, match=r"seq 1: an HTTP answer needs 'headers'"),
+        ):
+            client.post(url, json={"q": 1})
+
+
+class _RawOnly:
+    """Headers that offer only what httpx's headers promise: ``raw`` and ``encoding``."""
+
+    def __init__(self, headers: httpx.Headers) -> None:
+        self.raw = headers.raw
+        self.encoding = headers.encoding
+
+
+def test_request_args_read_any_headers_as_httpx_headers() -> None:
+    headers = httpx.Headers(
+        [
+            ("Anthropic-Version", "2023-06-01"),
+            ("OpenAI-Beta", "a=1"),
+            ("openai-beta", "b=2"),
+            ("X-Other", "left out"),
+        ]
+    )
+    keep = frozenset({"anthropic-version", "openai-beta"})
+    args = request_args("POST", "/v1/messages", [], headers, b'{"m": 1}', keep)
+    assert args == {
+        "method": "POST",
+        "path": "/v1/messages",
+        "headers": {"anthropic-version": "2023-06-01", "openai-beta": "a=1, b=2"},
+        "body": {"m": 1},
+    }
+    assert request_args("POST", "/v1/messages", [], _RawOnly(headers), b'{"m": 1}', keep) == args

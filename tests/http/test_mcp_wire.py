@@ -210,6 +210,7 @@ def test_keep_response_headers_records_more_headers_redacted(tmp_path: Path) -> 
 
     thing, events = asyncio.run(replay())
     assert thing.headers["x-custom"] == "shard-7"
+    assert thing.headers["x-leak"] == headers[0]["x-leak"]  # the mask, sent as UTF-8
     assert thing.json() == {"ok": True}
     assert events.headers["x-custom"] == "shard-8"
     assert events.text == 'data: {"n":1}\n\ndata: {"n":2}\n\n'  # parsed JSON, re-sent

@@ -120,14 +120,6 @@ def body_bytes(body: Any) -> bytes:
     return body.encode() if isinstance(body, str) else orjson.dumps(body)
 
 
-def http_body(value: Any) -> bytes | None:
-    """The body bytes of ``value`` when it has the shape of a stored HTTP answer (a dict
-    with ``status``, ``headers`` and ``body``), else ``None``."""
-    if type(value) is dict and "body" in value and "status" in value and "headers" in value:
-        return body_bytes(value["body"])
-    return None
-
-
 _item = tuple.__getitem__
 _fields = tuple.__iter__
 _RAW = 4  # a HeldEntry keeps its line where an Entry keeps its args
@@ -310,7 +302,9 @@ class Recording:
         bodies: the body of each long recorded HTTP answer as the bytes a client reads
             (``body_bytes``), by the entry's line number: made once as the line is read,
             while its parsed body is at hand, so that a replay hands the bytes on instead
-            of serializing a body it has not touched since.
+            of serializing a body it has not touched since. Only a well-formed answer
+            (``lines.http_answer_problem`` finds nothing) is here, whatever the line's kind:
+            a replay need not check its shape again.
         rules: the normalization rules (``Normalizer.fingerprint``) every call in the file
             was keyed under with its args as stored, so that the same args key the same
             again under the same rules (``_keys/asis.py``), as its last end line names them;

@@ -29,7 +29,15 @@ from .._base.errors import (
     warn,
 )
 from . import held, store
-from .format import FORMAT_VERSION, RESULT_FIELDS, Entry, Header, Intent, Recording, http_body
+from .format import (
+    FORMAT_VERSION,
+    RESULT_FIELDS,
+    Entry,
+    Header,
+    Intent,
+    Recording,
+    body_bytes,
+)
 from .lines import RESTORE as _RESTORE
 from .lines import abort, entry, http_answer_problem, intent
 
@@ -249,8 +257,9 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
                     append(entry(obj, path, number, raw if hold else None))
                 else:
                     append(whole := entry(obj, path, number))
-                    if whole.result == "out" and (body := http_body(whole.value)) is not None:
-                        bodies[number] = body
+                    value = whole.value
+                    if whole.result == "out" and http_answer_problem(value, body=True) is None:
+                        bodies[number] = body_bytes(value["body"])
             elif "begin" in obj:
                 intents.append(intent(obj, path, number))
             elif "abort" in obj:

@@ -90,6 +90,7 @@ class Calls:
         accept: Callable[[Entry], bool],
         *,
         learn: Callable[[Any], Any] | None = None,
+        parsed: bool = False,
     ) -> Entry | None:
         """``begin`` and ``call.answered()`` in one step, for a plain replay (no fault
         recorded, none of the plan's faults can land on the call) whose recorded call
@@ -97,8 +98,10 @@ class Calls:
         ``None``, with nothing done, whenever ``begin`` must decide the call instead (a
         miss, a key that needs redaction, an answer the caller would judge). ``learn``: the
         part of the recorded value whose ids later calls may send back (see ``answered``'s
-        ``learn``), the whole by default."""
-        taken = self._run.take_clean(kind, name, args, SCHEMA_DEFAULT, None, accept, learn)
+        ``learn``), the whole by default. ``parsed``: the caller vouches that ``args`` hold
+        only what ``orjson.loads`` makes, and strings: each value of its own JSON type (no
+        subclass, no tuple, no NaN), which spares a walk over them (``_keys.asis``)."""
+        taken = self._run.take_clean(kind, name, args, SCHEMA_DEFAULT, None, accept, learn, parsed)
         return None if taken is None else taken[0]
 
     def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()

@@ -84,12 +84,14 @@ class CleanReplay:
         step: Any,
         accept: Callable[[Entry], bool] | None = None,
         learn: Callable[[Any], Any] | None = None,
+        parsed: bool = False,
     ) -> Taken | None:
         """The recorded call that answers this one, taken and logged as replayed, if
         ``accept`` says its caller answers it as recorded with nothing else to log (by
         default: a recorded value); else ``None`` (nothing done). ``learn``: the part of the
         recorded value whose ids later calls may send back, when the line lists none (the
-        whole value by default)."""
+        whole value by default). ``parsed``: ``args`` hold only what parsed JSON
+        holds (``asis.args_form``)."""
         if not self.clean or not self.opened:
             return None
         if step is None:
@@ -112,7 +114,7 @@ class CleanReplay:
                 and entry.name == name
                 and entry.kind == kind
                 and entry.schema == schema
-                and (form := args_form(args, normalizer.root_json)) is not None
+                and (form := args_form(args, normalizer.root_json, parsed)) is not None
             ):
                 # A line held as bytes stores the args as orjson writes them: compared
                 # there, and only the fields after them parsed.

@@ -35,12 +35,13 @@ _EXACT = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
+_PARSED = _EXACT | orjson.OPT_STRICT_INTEGER
 # A string made only of the characters ids are made of, 8 or more of them, as JSON writes
 # it (such characters are never escaped): the strings a learned id can be.
 _CANDIDATE = re.compile(rb'"([A-Za-z0-9_.:-]{8,})"')
 
 
-def args_form(args: Any, root: bytes | None) -> bytes | None:
+def args_form(args: Any, root: bytes | None, parsed: bool = False) -> bytes | None:
     """``args`` as JSON bytes, as a line stores them, when they hold JSON values each of its
     own type (``exact``) and no path under ``root`` (the project root's prefix as JSON writes
     it in a string, ``Normalizer.root_json``); ``None`` otherwise, and the long way decides.
@@ -50,7 +51,19 @@ def args_form(args: Any, root: bytes | None) -> bytes | None:
     subclass of a JSON type, a date and a cycle. What it writes as a plain value though the
     keyed route refuses it or keys it as another (an enum member, a UUID, an
     ``orjson.Fragment``, NaN and the infinities, an integer past 63 bits, a tuple), ``exact``
-    refuses."""
+    refuses.
+
+    ``parsed``: the caller knows ``args`` hold only what ``orjson.loads`` makes (and
+    strings): each value of its own JSON type, floats finite, integers of up to 64 bits.
+    Written with orjson's 53-bit integer limit, such args are ``exact`` without the walk;
+    an integer past it takes the walk."""
+    if parsed:
+        try:
+            form = orjson.dumps(args, option=_PARSED)
+        except (TypeError, ValueError):  # an integer past 53 bits, or not as vouched
+            pass
+        else:
+            return form if root is None or not form.partition(root)[1] else None
     try:
         form = orjson.dumps(args, option=_EXACT)
     except (TypeError, ValueError):  # not JSON as stored, or nested too deeply

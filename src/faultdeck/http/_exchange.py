@@ -92,11 +92,30 @@ class Exchange:
         deck = owner.deck
         if deck.latency == "recorded" or owner.has_failures():
             return None
-        entry = deck.take_recorded(self.kind, self.name, self.args, _plain, learn=_body)
+        # (the args are strings and the body as orjson parsed it, or as text)
+        entry = deck.take_recorded(
+            self.kind, self.name, self.args, self.plain, learn=_body, parsed=True
+        )
         if entry is None:
             return None
         value = entry.value
-        return self.replayed(value["status"], value["headers"], content=self.content(entry))
+        return self.replayed_content(value["status"], value["headers"], self.content(entry))
+
+    def plain(self, entry: Entry) -> bool:
+        """Whether a recorded call is a body to hand back with nothing to judge: a
+        well-formed answer (a model line may hold anything; ``answer`` says what is wrong
+        with it) whose status is under 400. An http line was checked as it was read, and so
+        was a line whose body the reader kept (``Recording.bodies``)."""
+        if entry.result != "out":
+            return False
+        value = entry.value
+        if (
+            entry.kind != "http"
+            and entry.line not in self.owner.bodies()
+            and http_answer_problem(value, body=True) is not None
+        ):
+            return False
+        return bool(value["status"] < 400)
 
     def first_step(self, stream_type: type) -> Step:
         """Decide the call and answer it without the network where it can be: a fault's
@@ -128,8 +147,8 @@ class Exchange:
             return Step(call, stream_type, response, 0.0)
         recorded = entry.ms / 1000 if owner.deck.latency == "recorded" else 0.0
         as_recorded = answer is entry.value["body"]
-        response = self.replayed(
-            status, headers, content=self.content(entry) if as_recorded else body_bytes(answer)
+        response = self.replayed_content(
+            status, headers, self.content(entry) if as_recorded else body_bytes(answer)
         )
         return Step(call, stream_type, response, call.delay + recorded)
 
@@ -149,6 +168,16 @@ class Exchange:
         except UnicodeEncodeError:
             raw = {name: value.encode() for name, value in headers.items()}
             return httpx.Response(status, headers=raw, request=request, **body)
+
+    def replayed_content(self, status: int, headers: dict[str, str], content: bytes) -> Any:
+        """A recorded answer read whole as a response, as ``replayed`` makes it: its headers
+        given as bytes (UTF-8, which a redaction mask needs) with the ``Content-Length``
+        the client would otherwise add itself (a default header costs a failed lookup
+        and a rebuild of the headers), unless the recording kept one."""
+        raw = [(name.encode(), value.encode()) for name, value in headers.items()]
+        if "content-length" not in map(str.lower, headers):
+            raw.append((b"Content-Length", b"%d" % len(content)))
+        return self.owner.httpx.Response(status, headers=raw, content=content, request=self.request)
 
     def stand_in(self, call: Call) -> Any:
         """The response or exception a raising fault puts in the call's place, or ``None``."""
@@ -285,18 +314,6 @@ class Exchange:
             content=body_bytes(body),
             request=self.request,
         )
-
-
-def _plain(entry: Entry) -> bool:
-    """Whether a recorded call is a body to hand back with nothing to judge: a well-formed
-    answer (a model line may hold anything; ``answer`` says what is wrong with it) whose
-    status is under 400."""
-    if entry.result != "out":
-        return False
-    value = entry.value
-    if entry.kind != "http" and http_answer_problem(value, body=True) is not None:
-        return False
-    return bool(value["status"] < 400)
 
 
 def _body(value: Any) -> Any:

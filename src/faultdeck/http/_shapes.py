@@ -75,10 +75,14 @@ def request_args(
     # One pass over the request's raw headers (a lookup by name scans them all each time),
     # decoding only what is kept: ``multi_items`` decodes every name and value, after
     # working out the encoding from all of them. A repeated header keeps every value,
-    # joined as ``headers[name]`` joins them.
+    # joined as ``headers[name]`` joins them. httpx's and httpx2's headers hold (raw name,
+    # lower-cased name, value) in ``_list``, read as they are (``raw`` copies them into
+    # pairs, and each name would be lower-cased again); other headers through ``raw``.
     wanted = _raw_names(keep)
-    for raw_name, raw_value in headers.raw:
-        low = raw_name.lower()
+    triples = getattr(headers, "_list", None)
+    if triples is None:
+        triples = [(raw_name, raw_name.lower(), value) for raw_name, value in headers.raw]
+    for _, low, raw_value in triples:
         if low in wanted:
             name, value = low.decode("ascii"), raw_value.decode(headers.encoding)
             kept[name] = f"{kept[name]}, {value}" if name in kept else value
