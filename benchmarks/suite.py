@@ -51,7 +51,7 @@ class Sizes:
 FULL = Sizes(
     http=http_replay.Plan(
         sizes=(100, 500, 2000),
-        reps={100: 21, 500: 11, 2000: 7},
+        reps={100: 21, 500: 15, 2000: 15},
         default_reps={100: 7, 500: 1, 2000: 1},
         body_reps={100: 3, 500: 1, 2000: 1},
         vcr_warmup=frozenset({100}),
