@@ -117,11 +117,17 @@ class CleanReplay:
                 and (form := args_form(args, normalizer.root_json, parsed)) is not None
             ):
                 # A line held as bytes stores the args as orjson writes them: compared
-                # there, and only the fields after them parsed.
-                line = held_after(entry, form) if type(entry) is HeldEntry else None
-                if line is None:
-                    stored, line = stored_parts(entry)
-                    if not stores(form, stored):
+                # there, and only the fields after them parsed. (A parsed line's args are
+                # compared as ``asis.stores`` does, without its call.)
+                if type(entry) is HeldEntry:
+                    line = held_after(entry, form)
+                    if line is None:
+                        stored, line = stored_parts(entry)
+                        if not stores(form, stored):
+                            form = None
+                else:
+                    line = None
+                    if form != dumps(entry.args):
                         form = None
                 # While every call came this way, in file order from the first line, the
                 # run knows only ids the recording knew at this line, none in its args.
