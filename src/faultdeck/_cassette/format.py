@@ -136,6 +136,7 @@ def stored_parts(entry: Entry) -> tuple[Any, dict[str, Any] | None]:
 
 
 _ARGS = b'"args":'
+_OPEN = b"{"
 
 
 def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
@@ -154,7 +155,15 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     # (partition and slices: bytes.find and startswith parse their arguments at a cost)
     before, named, after = _item(entry, _RAW).partition(_ARGS)
     end = len(form)
-    if not named or after[:end] != form or after[end : end + 1] != b"," or before.count(b"{") != 1:
+    # The line's own brace is the only one before: the last one found is its first byte
+    # (rpartition, not count: count parses its arguments too; a line that starts with a
+    # space is compared parsed).
+    if (
+        not named
+        or after[:end] != form
+        or after[end : end + 1] != b","
+        or before.rpartition(_OPEN)[0]
+    ):
         return None
     rest: dict[str, Any] = orjson.loads(b"{" + after[end + 1 :])
     # "args" named again at the top (the last counts: other args), or the answer written
