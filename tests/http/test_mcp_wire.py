@@ -165,7 +165,7 @@ async def custom_stream(request: Request) -> StreamingResponse:
         yield b'data: {"n": 1}\n\n'
         yield b'data: {"n": 2}\n\n'
 
-    headers = {"X-Custom": "shard-8", "X-Other": "left-out"}
+    headers = {"X-Custom": "shard-8", "X-Leak": f"token={LEAKED}", "X-Other": "left-out"}
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
@@ -195,6 +195,7 @@ def test_keep_response_headers_records_more_headers_redacted(tmp_path: Path) -> 
     assert headers[0]["x-custom"] == "shard-7"
     assert headers[0]["x-leak"].startswith("token=\u00abredacted:sha256:")
     assert headers[1]["x-custom"] == "shard-8"  # a stream's headers too
+    assert headers[1]["x-leak"].startswith("token=\u00abredacted:sha256:")
     assert "x-other" not in headers[0]
     assert "x-other" not in headers[1]
 
@@ -213,6 +214,7 @@ def test_keep_response_headers_records_more_headers_redacted(tmp_path: Path) -> 
     assert thing.headers["x-leak"] == headers[0]["x-leak"]  # the mask, sent as UTF-8
     assert thing.json() == {"ok": True}
     assert events.headers["x-custom"] == "shard-8"
+    assert events.headers["x-leak"] == headers[1]["x-leak"]
     assert events.text == 'data: {"n":1}\n\ndata: {"n":2}\n\n'  # parsed JSON, re-sent
 
 

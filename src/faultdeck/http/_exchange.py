@@ -99,7 +99,7 @@ class Exchange:
         if entry is None:
             return None
         value = entry.value
-        return self.replayed_content(value["status"], value["headers"], self.content(entry))
+        return self.replayed(value["status"], value["headers"], content=self.content(entry))
 
     def plain(self, entry: Entry) -> bool:
         """Whether a recorded call is a body to hand back with nothing to judge: a
@@ -147,8 +147,8 @@ class Exchange:
             return Step(call, stream_type, response, 0.0)
         recorded = entry.ms / 1000 if owner.deck.latency == "recorded" else 0.0
         as_recorded = answer is entry.value["body"]
-        response = self.replayed_content(
-            status, headers, self.content(entry) if as_recorded else body_bytes(answer)
+        response = self.replayed(
+            status, headers, content=self.content(entry) if as_recorded else body_bytes(answer)
         )
         return Step(call, stream_type, response, call.delay + recorded)
 
@@ -158,26 +158,22 @@ class Exchange:
         kept = self.owner.bodies().get(entry.line)
         return kept if kept is not None else body_bytes(entry.value["body"])
 
-    def replayed(self, status: int, headers: dict[str, str], **body: Any) -> Any:
-        """A recorded answer as a response. A header whose value was redacted holds a mask
-        (``«redacted:…»``), which is not ASCII as HTTP's header values are: it goes out as
-        UTF-8 bytes (tried only when the plain build fails, so replay pays nothing else)."""
-        httpx, request = self.owner.httpx, self.request
-        try:
-            return httpx.Response(status, headers=headers, request=request, **body)
-        except UnicodeEncodeError:
-            raw = {name: value.encode() for name, value in headers.items()}
-            return httpx.Response(status, headers=raw, request=request, **body)
-
-    def replayed_content(self, status: int, headers: dict[str, str], content: bytes) -> Any:
-        """A recorded answer read whole as a response, as ``replayed`` makes it: its headers
-        given as bytes (UTF-8, which a redaction mask needs) with the ``Content-Length``
-        the client would otherwise add itself (a default header costs a failed lookup
-        and a rebuild of the headers), unless the recording kept one."""
+    def replayed(
+        self, status: int, headers: dict[str, str], *, content: bytes = b"", stream: Any = None
+    ) -> Any:
+        """A recorded answer as a response: a body read whole (``content``), or a
+        ``stream``. Its headers go as UTF-8 bytes: one whose value was redacted holds a mask
+        (``«redacted:…»``), which is not ASCII as HTTP's header values are. A body read
+        whole comes with the ``Content-Length`` httpx would add itself (a default header
+        costs it a failed lookup and a rebuild of the headers), unless the recording kept
+        one."""
         raw = [(name.encode(), value.encode()) for name, value in headers.items()]
+        response = self.owner.httpx.Response
+        if stream is not None:
+            return response(status, headers=raw, stream=stream, request=self.request)
         if "content-length" not in map(str.lower, headers):
             raw.append((b"Content-Length", b"%d" % len(content)))
-        return self.owner.httpx.Response(status, headers=raw, content=content, request=self.request)
+        return response(status, headers=raw, content=content, request=self.request)
 
     def stand_in(self, call: Call) -> Any:
         """The response or exception a raising fault puts in the call's place, or ``None``."""
