@@ -9,11 +9,15 @@ measures what the guarantee promises.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import signal
 import subprocess
 import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +157,104 @@ def test_only_as_many_unwritten_calls_go_live_as_the_run_numbered(tmp_path: Path
         assert deck.call("tool", "work", {"i": 97}, lambda: {"i": 97}) == {"i": 97}
         with pytest.raises(fd.ReplayMiss, match="replay miss at seq 3"):
             deck.call("tool", "work", {"i": 98}, lambda: {"i": 98})
+
+
+def killed_after_three(cassette: Path) -> None:
+    """A killed run that numbered and wrote three calls: a, b, c."""
+    deck = fd.Deck(cassette, mode="record", on_harness_change="ignore")
+    deck.open()
+    for name in "abc":
+        deck.call("tool", name, {}, functools.partial(dict, name=name))
+    deck.abandon()
+
+
+def wait_for(deck: fd.Deck, names: set[str]) -> None:
+    """Until the deck's finished calls include ``names`` (bounded), then a little longer."""
+    for _ in range(2000):
+        if names <= {c.name for c in deck.calls}:
+            time.sleep(0.05)  # the other worker numbers its next call meanwhile
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"{names} never finished")
+
+
+def test_a_worker_that_numbers_a_new_call_before_a_recorded_one_waits_its_turn(
+    tmp_path: Path,
+) -> None:
+    # Worker one asks a, c and then d, a call the killed run never reached, numbered 3;
+    # worker two asks b (recorded as seq 2) only after that: a reorder, not a divergence.
+    cassette = tmp_path / "run.jsonl"
+    killed_after_three(cassette)
+    with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
+
+        def one() -> list[Any]:
+            return [deck.call("tool", n, {}, functools.partial(dict, name=n)) for n in "acd"]
+
+        def two() -> Any:
+            wait_for(deck, {"a", "c"})
+            return deck.call("tool", "b", {}, functools.partial(dict, name="b"))
+
+        with ThreadPoolExecutor(2) as pool:
+            first, second = pool.submit(one), pool.submit(two)
+            assert first.result() == [{"name": n} for n in "acd"]
+            assert second.result() == {"name": "b"}
+    by_name = {c.name: c for c in deck.calls}
+    assert [(n, by_name[n].seq, by_name[n].source) for n in "abcd"] == [
+        ("a", 1, "replay"),
+        ("b", 4, "replay"),
+        ("c", 2, "replay"),
+        ("d", 3, "live"),
+    ]
+    final = fd.load(cassette)
+    assert sorted(e.name for e in final.entries) == ["a", "b", "c", "d"]
+    assert not final.interrupted
+
+
+def test_an_async_task_that_numbers_a_new_call_early_waits_its_turn(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.jsonl"
+    killed_after_three(cassette)
+
+    async def answer(name: str) -> dict[str, str]:
+        return {"name": name}
+
+    async def main(deck: fd.Deck) -> list[Any]:
+        async def one() -> list[Any]:
+            return [await deck.acall("tool", n, {}, functools.partial(answer, n)) for n in "acd"]
+
+        async def two() -> Any:
+            while not {"a", "c"} <= {c.name for c in deck.calls}:
+                await asyncio.sleep(0.001)  # until the other task asked a and c
+            await asyncio.sleep(0.05)
+            return await deck.acall("tool", "b", {}, functools.partial(answer, "b"))
+
+        return list(await asyncio.gather(one(), two()))
+
+    with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
+        outs = asyncio.run(main(deck))
+    assert outs == [[{"name": n} for n in "acd"], {"name": "b"}]
+    assert {c.name: (c.seq, c.source) for c in deck.calls}["d"] == (3, "live")
+    assert sorted(e.name for e in fd.load(cassette).entries) == ["a", "b", "c", "d"]
+
+
+def test_a_call_ahead_of_the_recording_that_nobody_else_asks_for_is_a_miss(
+    tmp_path: Path,
+) -> None:
+    # Another worker runs but never asks b: after its bounded wait, d is a divergence.
+    cassette = tmp_path / "run.jsonl"
+    killed_after_three(cassette)
+    idle = threading.Event()
+    with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
+        bystander = threading.Thread(target=idle.wait, args=(30,))
+        bystander.start()
+        try:
+            deck.call("tool", "a", {}, dict)
+            deck.call("tool", "c", {}, dict)
+            with pytest.raises(fd.ReplayMiss, match="replay miss at seq 3"):
+                deck.call("tool", "d", {}, dict)
+        finally:
+            idle.set()
+            bystander.join()
+    assert sorted(e.name for e in fd.load(cassette).entries) == ["a", "b", "c"]
 
 
 SENDER = textwrap.dedent(

@@ -73,6 +73,7 @@ class Answering:
     finished: bool = False
     streamed: bool = False
     rekey: bool = False
+    behind: bool = False
 
     # -- the traces ----------------------------------------------------------------------------
 

@@ -72,6 +72,8 @@ class Call(Answering):
         rekey: a replay must normalize args like these again to key them (a path under
             the project root in them, or a project rule): the cassette's end line then
             names no rules (``Recording.rules``).
+        behind: resumed ahead of the recorded calls before it, it waits for them before
+            it runs (``acall`` awaits ``Run.catch_up``; see ``resuming.py``).
     """
 
     def __enter__(self) -> Call:

@@ -200,7 +200,9 @@ class Calls:
             if found is not ABSENT:
                 return found  # type: ignore[no-any-return]  # the recorded T (cast() is a call)
         # begin() without its keyword arguments: the replay path is hot.
-        call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
+        call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED, True)
+        if call.behind:  # resumed ahead of the recording: wait for the calls before it
+            await self._run.catch_up(call)
         if call.fault is not None:
             call.inject()
             await self.clock.aadvance(call.delay)

@@ -46,12 +46,13 @@ from .miss import build_miss
 from .opening import Opening
 from .report import CallRecord, Report
 from .reporting import build_report
+from .resuming import Resuming
 
 _REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
 
 
-class Run(Opening, CleanReplay):
+class Run(Opening, CleanReplay, Resuming):
     """A deck's run: its cassette, its calls' decisions and its log, under one lock.
 
     Its state is read and changed under one lock (an ``RLock``), so a deck can be shared
@@ -162,8 +163,13 @@ class Run(Opening, CleanReplay):
         step: Any,
         meta: Any,
         shaped: frozenset[str],
+        awaits: bool = False,
     ) -> Call:
         """Number the call, key it and decide: the recorded answer, a live run, or a miss.
+
+        A resumed call ahead of the recording waits for the calls before it (``resuming``);
+        with ``awaits`` (``acall``) inside an event loop it comes back ``behind`` instead,
+        for ``catch_up``.
 
         Raises:
             ArgumentError: the kind or name is not one a cassette can hold.
@@ -225,6 +231,8 @@ class Run(Opening, CleanReplay):
             if entry is not None:
                 call.recorded = entry
                 call.write = False
+                if mode == "resume":
+                    self._took_turn()
                 return call
             if mode == "append":
                 call.rekey = self._rekeys(kind, name, args)
@@ -236,11 +244,14 @@ class Run(Opening, CleanReplay):
                     # In flight when the old run stopped: it goes live, its intent taken over.
                     call.resumes = queue.popleft()
                     call.in_doubt = call.resumes.side_effect
+                    self._took_turn()
                     return call
                 if self.index.remaining == 0 or seq > self._begun:
                     return call
                 if self._unseen:  # the old run numbered a call it never wrote: this may be it
                     self._unseen -= 1
+                    return call
+                if self._waits_turn(call, awaits):  # early, not divergent: threads reorder
                     return call
             raise self._miss(call)
 

@@ -1,0 +1,106 @@
+"""How a resumed run tells a call its threads reordered from a divergence.
+
+``resume`` replays what the killed run recorded and runs the rest live. A call that matches
+nothing the old run numbered, numbered itself at or before the old run's last seq while
+recorded calls remain, is a divergence in a program that makes one call at a time. Under a
+thread pool or ``asyncio.gather`` it may only be early: the replayed calls return at once,
+so a worker can number a call the killed run never reached before another worker asks for
+a recorded call the killed run had numbered first.
+
+Such a call waits for its turn (``TURN_WAIT`` at most): until every call the old run
+numbered at or before its seq, recorded or in flight, has been asked again. It then runs
+live, as the call the killed run had not reached. A call that is still ahead of the
+recording when the wait ends, or that nobody else could ask for (no other thread, no other
+task), is a divergence: ``ReplayMiss``, as before. A sync call waits on the run's lock (it
+lets the others in); ``acall`` waits without blocking its event loop (``catch_up``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+
+from .._base.errors import ReplayMiss
+from .._cassette.format import Intent
+from .call import Call
+from .index import ReplayIndex
+
+TURN_WAIT = 2.0
+"""How long (seconds) a resumed call ahead of the recording waits for the calls before it."""
+
+_POLL = 0.002  # how often ``catch_up`` looks again (seconds)
+
+
+class Resuming:
+    """``Run``'s waiting of a resumed call for the recorded calls before it (see the module)."""
+
+    lock: threading.RLock
+    index: ReplayIndex
+    _in_flight: dict[str, deque[Intent]]
+
+    def _miss(self, call: Call) -> ReplayMiss:
+        raise NotImplementedError  # ``Run``'s
+
+    def _behind(self, seq: int) -> bool:
+        """Whether a call the old run numbered at or before ``seq`` is still to be asked."""
+        if any(entry.seq <= seq for entry in self.index.unused()):
+            return True
+        return any(intent.seq <= seq for queue in self._in_flight.values() for intent in queue)
+
+    def _took_turn(self) -> None:
+        """A recorded or in-flight call was asked: a call waiting for it may go on."""
+        turn = self._turn
+        if turn is not None:
+            turn.notify_all()
+
+    _turn: threading.Condition | None = None
+
+    def _waits_turn(self, call: Call, awaits: bool) -> bool:
+        """Whether ``call`` (ahead of the recording, under the lock) goes live after waiting
+        for the recorded calls before it; ``False``: it is a divergence. With ``awaits``
+        and an event loop running here, the call is marked ``behind`` and waits in
+        ``catch_up`` instead."""
+        if not self._behind(call.seq):
+            return False
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            # A sync call would stall the loop's tasks it waits for; acall waits in catch_up.
+            if awaits and (_other_tasks(loop) or threading.active_count() > 1):
+                call.behind = True
+                return True
+            return False
+        if threading.active_count() == 1:
+            return False  # nobody else could ask for the calls before it
+        if self._turn is None:
+            self._turn = threading.Condition(self.lock)
+        deadline = time.monotonic() + TURN_WAIT
+        while self._behind(call.seq):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._turn.wait(left)
+        return True
+
+    async def catch_up(self, call: Call) -> None:
+        """Wait, without blocking the loop, until the recorded calls before ``call`` were
+        asked; else raise its ``ReplayMiss``."""
+        deadline = time.monotonic() + TURN_WAIT
+        while True:
+            with self.lock:
+                if not self._behind(call.seq):
+                    call.behind = False
+                    return
+                if time.monotonic() >= deadline:
+                    raise self._miss(call)
+            await asyncio.sleep(_POLL)
+
+
+def _other_tasks(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether a task besides the current one runs on ``loop``."""
+    current = asyncio.current_task(loop)
+    return any(task is not current and not task.done() for task in asyncio.all_tasks(loop))
