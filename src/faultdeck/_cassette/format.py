@@ -120,9 +120,7 @@ def body_bytes(body: Any) -> bytes:
     return body.encode() if isinstance(body, str) else orjson.dumps(body)
 
 
-_item = tuple.__getitem__
 _fields = tuple.__iter__
-_RAW = 4  # a HeldEntry keeps its line where an Entry keeps its args
 
 
 def stored_parts(entry: Entry) -> tuple[Any, dict[str, Any] | None]:
@@ -130,7 +128,7 @@ def stored_parts(entry: Entry) -> tuple[Any, dict[str, Any] | None]:
     from it are fresh copies): what reading the args and then the answer costs, one parse
     at most."""
     if type(entry) is HeldEntry:
-        obj: dict[str, Any] = orjson.loads(_item(entry, _RAW))
+        obj: dict[str, Any] = orjson.loads(entry.raw)
         return obj["args"], obj
     return entry.args, None
 
@@ -153,7 +151,7 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     them) costs less than the whole line.
     """
     # (partition and slices: bytes.find and startswith parse their arguments at a cost)
-    before, named, after = _item(entry, _RAW).partition(_ARGS)
+    before, named, after = entry.raw.partition(_ARGS)
     end = len(form)
     # The line's own brace is the only one before: the last one found is its first byte
     # (rpartition, not count: count parses its arguments too; a line that starts with a
@@ -182,24 +180,28 @@ class HeldEntry(Entry):
 
     __slots__ = ()
 
+    # The line's bytes, where an Entry keeps its args, read as the named tuple's fields
+    # are (``tuple.__getitem__`` would cost a call and a tuple).
+    raw: bytes = Entry.args
+
     @property
     def args(self) -> Any:
         """The normalized, redacted args, parsed from the line."""
-        return orjson.loads(_item(self, _RAW))["args"]
+        return orjson.loads(self.raw)["args"]
 
     @property
     def value(self) -> Any:
         """The output, the error object or the stream object, parsed from the line."""
-        return orjson.loads(_item(self, _RAW))[self.result]
+        return orjson.loads(self.raw)[self.result]
 
     @property
     def meta(self) -> Any:
         """The free-form data, parsed from the line."""
-        return orjson.loads(_item(self, _RAW)).get("meta")
+        return orjson.loads(self.raw).get("meta")
 
     def fresh_value(self) -> Any:
         """The value as a new object the caller may change (every read is a new parse)."""
-        return orjson.loads(_item(self, _RAW))[self.result]
+        return orjson.loads(self.raw)[self.result]
 
     def parsed(self) -> Entry:
         """This entry as an ``Entry`` holding its parsed args, value and meta."""
