@@ -533,3 +533,51 @@ def test_a_line_written_in_another_field_order_answers_as_recorded(
     got, deck = both_routes(path, [("tool", "search", dict(args))] * 2, normalize)
     assert got == [("ok", "a"), ("ok", "b")]
     assert deck._run.as_stored == 2
+
+
+# Numbers at the edges of what msgspec and orjson read alike: past 64 bits orjson reads an
+# integer as a float (msgspec as an integer), and floats of every size and precision.
+EDGE_NUMBERS = [
+    b"9223372036854775807",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"-9223372036854775808",
+    b"-9223372036854775809",
+    b"1000000000000000000",
+    b"123456789012345678901234567890",
+    b"0.1",
+    b"1e-7",
+    b"1E2",
+    b"-0.0",
+    b"1.7976931348623157e308",
+    b"5e-324",
+    b"0.12345678901234567890123",
+]
+
+
+def test_a_held_line_answers_each_number_as_orjson_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    normalize = config(tmp_path)
+    header = {"faultdeck": 1, "match": "keyed", "harness": {}, "env": {}, "volatile": []}
+    lines = [orjson.dumps(header)]
+    answers = []
+    for seq, number in enumerate(EDGE_NUMBERS, start=1):
+        args = {"n": seq}
+        key = fd.make_key("tool", "search", args)
+        answer = b'{"v":[%s,{"w":%s}],"s":"x"}' % (number, number)
+        answers.append(orjson.loads(answer))
+        lines.append(
+            b'{"seq":%d,"kind":"tool","name":"search","key":"%s","args":%s,"out":%s,"ms":1}'
+            % (seq, key.encode(), orjson.dumps(args), answer)
+        )
+    rules = Normalizer(normalize).fingerprint
+    lines.append(orjson.dumps({"end": {"calls": len(answers), "status": "ok", "rules": rules}}))
+    path = tmp_path / "numbers.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(reader, "HOLD_LINES_FROM", 0)  # read as a large cassette is
+    calls = [("tool", "search", {"n": seq}) for seq in range(1, len(answers) + 1)]
+    got, deck = both_routes(path, calls, normalize)
+    assert deck._run.as_stored == len(answers)
+    # repr tells 18446744073709551616 from 1.8446744073709552e+19, which compare equal
+    assert repr(got) == repr([("ok", answer) for answer in answers])

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
+import msgspec
 import orjson
 
 from .._keys.canonical import SCHEMA_DEFAULT
@@ -137,10 +138,25 @@ _ARGS = b'"args":'
 _OPEN = b"{"
 
 
+class _Answer(msgspec.Struct):
+    """What a replay reads of a plain held line: its args as their bytes, and its answer."""
+
+    args: msgspec.Raw
+    out: Any
+
+
+_answer = msgspec.json.Decoder(_Answer).decode
+_Raw = msgspec.Raw
+
+
 def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     """The fields of ``entry``'s line after its args, parsed (fresh copies), when the line
     stores its args as ``form`` (JSON bytes as orjson writes them) byte for byte; ``None``
     when it may not, and the caller compares the parsed line.
+
+    A plain line (``held.entries`` took it: msgspec reads its values as orjson does) is
+    read by msgspec in one pass: its args (the last named, as orjson takes them) as their
+    bytes, and its answer; nothing else is built.
 
     The line's args start after its first ``"args":`` with nothing but its own brace open
     before (a string holds ``"`` only escaped, so that is the line's own field, before any
@@ -150,6 +166,9 @@ def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
     of the line's other fields: parsed alone, the answer (``None`` when it is not among
     them) costs less than the whole line.
     """
+    if entry.plain:
+        line = _answer(entry.raw)
+        return {"out": line.out} if line.args == _Raw(form) else None
     # (partition and slices: bytes.find and startswith parse their arguments at a cost)
     before, named, after = entry.raw.partition(_ARGS)
     end = len(form)
@@ -173,16 +192,20 @@ class HeldEntry(Entry):
     """An entry that keeps its cassette line's bytes and parses ``args``, ``value`` and
     ``meta`` from them when read (each read a fresh parse).
 
-    Built as ``HeldEntry(seq, kind, name, key, line_bytes, result, None, ms, step, schema,
-    None, fault, line, ids)`` from a line already checked. It reads, compares, copies and
+    Built as ``HeldEntry(seq, kind, name, key, line_bytes, result, plain, ms, step, schema,
+    None, fault, line, ids)`` from a line already checked (``plain``: ``True`` when
+    ``held.entries`` took it, else ``None``). It reads, compares, copies and
     pickles as the ``Entry`` of the parsed line (``parsed()``).
     """
 
     __slots__ = ()
 
-    # The line's bytes, where an Entry keeps its args, read as the named tuple's fields
-    # are (``tuple.__getitem__`` would cost a call and a tuple).
+    # The line's bytes, where an Entry keeps its args; and whether ``held.entries`` took
+    # the line (``True``: msgspec reads its values as orjson does) or ``None``, where an
+    # Entry keeps its value. (Read as the named tuple's fields are: ``tuple.__getitem__``
+    # would cost a call and a tuple.)
     raw: bytes = Entry.args
+    plain: bool | None = Entry.value
 
     @property
     def args(self) -> Any:

@@ -12,13 +12,17 @@ that are checked here instead:
   skipped in a chunk of lines are checked together, and when they are not UTF-8 every
   line of the chunk is left to orjson;
 - a number too large for a float (orjson refuses ``1e400``): a line whose skipped values
-  hold an exponent of three digits or more, or a run of a hundred digits, is left to
-  orjson (``_LARGE``). A number needs one or the other to pass 1.8e308.
+  hold an exponent of three digits or more, or a run of nineteen digits or more, is left
+  to orjson (``_LARGE``). A number needs one or the other to pass 1.8e308.
 
 (``_drop_unsure`` makes both checks.)
 
 And msgspec reads an integer past 64 bits as an integer where orjson reads a float: the
 line's ``seq`` and ``ms`` must be below 2**64 (``step``, kept parsed, is parsed by orjson).
+An integer in the skipped values that orjson reads as a float has nineteen digits or more,
+so it is left to orjson too: msgspec then reads each value of a line taken here as orjson
+does, and a replay reads the answer of such a line through msgspec (``format.held_after``;
+the entry is ``plain``).
 """
 
 from __future__ import annotations
@@ -68,11 +72,12 @@ _loads = orjson.loads
 
 # Digits read as 0 and E as e: what a number too large for a float must hold, as the
 # bytes it is made of: an exponent of three digits or more (1e400, 1.5E+308), or, with
-# an exponent of two digits at most, a hundred digits before the point.
+# an exponent of two digits at most, a hundred digits before the point; and what an
+# integer past 64 bits holds, nineteen digits (-2**63 - 1 has nineteen): a run of them.
 # (Signs are dropped: "1e+400" reads "0e000"; a match where none was can only leave more
 # lines to orjson.)
 _DIGITS = bytes.maketrans(b"123456789E", b"000000000e")
-_LARGE = (b"0e000", b"0" * 100)
+_LARGE = (b"0e000", b"0" * 19)
 _SEP = b"\n"  # between the values searched: read as no digit
 
 
@@ -117,7 +122,7 @@ def entries(raws: list[bytes], first: int, below: int) -> tuple[list[Entry | Non
                     key,
                     raw,  # held in place of the args
                     "out",
-                    None,
+                    True,  # plain: msgspec reads its values as orjson does
                     ms,
                     step,
                     schema if schema is SCHEMA_DEFAULT else _intern(schema),
