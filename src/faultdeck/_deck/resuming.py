@@ -39,6 +39,7 @@ class Resuming:
     lock: threading.RLock
     index: ReplayIndex
     _in_flight: dict[str, deque[Intent]]
+    _turn: threading.Condition | None = None  # made when a call first waits
 
     def _miss(self, call: Call) -> ReplayMiss:
         raise NotImplementedError  # ``Run``'s
@@ -54,8 +55,6 @@ class Resuming:
         turn = self._turn
         if turn is not None:
             turn.notify_all()
-
-    _turn: threading.Condition | None = None
 
     def _waits_turn(self, call: Call, awaits: bool) -> bool:
         """Whether ``call`` (ahead of the recording, under the lock) goes live after waiting
