@@ -239,21 +239,32 @@ def test_an_async_task_that_numbers_a_new_call_early_waits_its_turn(tmp_path: Pa
 def test_a_call_ahead_of_the_recording_that_nobody_else_asks_for_is_a_miss(
     tmp_path: Path,
 ) -> None:
-    # Another worker runs but never asks b: after its bounded wait, d is a divergence.
+    # Another worker asks c, recorded after d's place, while d waits, but never b, which
+    # the killed run numbered before it: after its bounded wait, d is a divergence.
     cassette = tmp_path / "run.jsonl"
     killed_after_three(cassette)
     idle = threading.Event()
     with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
-        bystander = threading.Thread(target=idle.wait, args=(30,))
-        bystander.start()
+
+        def bystander() -> None:
+            time.sleep(0.3)  # d is waiting by then
+            deck.call("tool", "c", {}, functools.partial(dict, name="c"))
+            idle.wait(30)
+
+        worker = threading.Thread(target=bystander)
+        worker.start()
         try:
             deck.call("tool", "a", {}, dict)
-            deck.call("tool", "c", {}, dict)
-            with pytest.raises(fd.ReplayMiss, match="replay miss at seq 3"):
+            with pytest.raises(fd.ReplayMiss, match="replay miss at seq 2"):
                 deck.call("tool", "d", {}, dict)
         finally:
             idle.set()
-            bystander.join()
+            worker.join()
+    assert [(c.name, c.source) for c in deck.calls] == [
+        ("a", "replay"),
+        ("d", "miss"),
+        ("c", "replay"),
+    ]
     assert sorted(e.name for e in fd.load(cassette).entries) == ["a", "b", "c"]
 
 

@@ -188,6 +188,14 @@ class ReplayIndex:
             return True
         return key in self._last
 
+    def queued(self, entry: Entry) -> bool:
+        """Whether ``entry`` is still queued: not taken yet."""
+        self._settle()
+        held = self._queues.get((entry.key, entry.seq) if self._strict else entry.key)
+        if type(held) is deque:
+            return any(e is entry for e in held)
+        return held is entry
+
     def peek(self, key: str, seq: int) -> Entry | None:
         """The answer ``take(key, seq)`` would give from its queue, not taken."""
         self._settle()

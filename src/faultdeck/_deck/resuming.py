@@ -23,7 +23,7 @@ import time
 from collections import deque
 
 from .._base.errors import ReplayMiss
-from .._cassette.format import Intent
+from .._cassette.format import Entry, Intent
 from .call import Call
 from .index import ReplayIndex
 
@@ -44,11 +44,23 @@ class Resuming:
     def _miss(self, call: Call) -> ReplayMiss:
         raise NotImplementedError  # ``Run``'s
 
-    def _behind(self, seq: int) -> bool:
-        """Whether a call the old run numbered at or before ``seq`` is still to be asked."""
-        if any(entry.seq <= seq for entry in self.index.unused()):
-            return True
-        return any(intent.seq <= seq for queue in self._in_flight.values() for intent in queue)
+    def _before(self, seq: int) -> list[Entry | Intent]:
+        """The calls the old run numbered at or before ``seq`` (recorded, or in flight)
+        still to be asked: a scan of what is left, made once per waiting call."""
+        early: list[Entry | Intent] = [e for e in self.index.unused() if e.seq <= seq]
+        early += (i for queue in self._in_flight.values() for i in queue if i.seq <= seq)
+        return early
+
+    def _unasked(self, early: list[Entry | Intent]) -> list[Entry | Intent]:
+        """Those of ``early`` still to be asked: looked up one by one, however long the
+        recording."""
+        return [c for c in early if self._waiting(c)]
+
+    def _waiting(self, call: Entry | Intent) -> bool:
+        """Whether ``call`` is still to be asked: queued, or its intent still in flight."""
+        if isinstance(call, Intent):
+            return any(i is call for i in self._in_flight.get(call.key, ()))
+        return self.index.queued(call)
 
     def _took_turn(self) -> None:
         """A recorded or in-flight call was asked: a call waiting for it may go on."""
@@ -61,7 +73,8 @@ class Resuming:
         for the recorded calls before it; ``False``: it is a divergence. With ``awaits``
         and an event loop running here, the call is marked ``behind`` and waits in
         ``catch_up`` instead."""
-        if not self._behind(call.seq):
+        early = self._before(call.seq)
+        if not early:
             return False
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -78,20 +91,24 @@ class Resuming:
         if self._turn is None:
             self._turn = threading.Condition(self.lock)
         deadline = time.monotonic() + TURN_WAIT
-        while self._behind(call.seq):
+        while early:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
             self._turn.wait(left)
+            early = self._unasked(early)
         return True
 
     async def catch_up(self, call: Call) -> None:
         """Wait, without blocking the loop, until the recorded calls before ``call`` were
         asked; else raise its ``ReplayMiss``."""
         deadline = time.monotonic() + TURN_WAIT
+        with self.lock:
+            early = self._before(call.seq)
         while True:
             with self.lock:
-                if not self._behind(call.seq):
+                early = self._unasked(early)
+                if not early:
                     call.behind = False
                     return
                 if time.monotonic() >= deadline:
