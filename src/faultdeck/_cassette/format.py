@@ -150,21 +150,22 @@ _Raw = msgspec.Raw
 
 
 def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
-    """The fields of ``entry``'s line after its args, parsed (fresh copies), when the line
-    stores its args as ``form`` (JSON bytes as orjson writes them) byte for byte; ``None``
-    when it may not, and the caller compares the parsed line.
+    """``entry``'s answer under its result field (a fresh copy), when the line stores its
+    args as ``form`` (JSON bytes as orjson writes them) byte for byte; ``None`` when it may
+    not, and the caller compares the parsed line.
 
     A plain line (``held.entries`` took it: msgspec reads its values as orjson does) is
     read by msgspec in one pass: its args (the last named, as orjson takes them) as their
     bytes, and its answer; nothing else is built.
 
-    The line's args start after its first ``"args":`` with nothing but its own brace open
-    before (a string holds ``"`` only escaped, so that is the line's own field, before any
-    object holds one), and a JSON value ends where its bytes say: a line that holds
-    ``form`` there, followed by a comma, holds exactly those args, unless it names them
-    twice (then the last counts: ``None``). What follows the comma, in braces, is an object
-    of the line's other fields: parsed alone, the answer (``None`` when it is not among
-    them) costs less than the whole line.
+    Any other line is searched, and the fields after its args parsed. The line's args
+    start after its first ``"args":`` with nothing but its own brace open before (a string
+    holds ``"`` only escaped, so that is the line's own field, before any object holds
+    one), and a JSON value ends where its bytes say: a line that holds ``form`` there,
+    followed by a comma, holds exactly those args, unless it names them twice (then the
+    last counts: ``None``). What follows the comma, in braces, is an object of the line's
+    other fields: parsed alone, the answer (``None`` when it is not among them) costs less
+    than the whole line.
     """
     if entry.plain:
         line = _answer(entry.raw)

@@ -117,8 +117,8 @@ class CleanReplay:
                 and (form := args_form(args, normalizer.root_json, parsed)) is not None
             ):
                 # A line held as bytes stores the args as orjson writes them: compared
-                # there, and only the fields after them parsed. (A parsed line's args are
-                # compared as ``asis.stores`` does, without its call.)
+                # there, and only its answer read (``held_after``). (A parsed line's args
+                # are compared as ``asis.stores`` does, without its call.)
                 if type(entry) is HeldEntry:
                     line = held_after(entry, form)
                     if line is None:
