@@ -73,7 +73,7 @@ class Call(Answering):
             the project root in them, or a project rule): the cassette's end line then
             names no rules (``Recording.rules``).
         behind: resumed ahead of the recorded calls before it, it waits for them before
-            it runs (``acall`` awaits ``Run.catch_up``; see ``resuming.py``).
+            it runs (``Deck.abegin`` awaits ``Run.catch_up``; see ``resuming.py``).
     """
 
     def __enter__(self) -> Call:

@@ -82,6 +82,30 @@ class Calls:
         """
         return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
 
+    async def abegin(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        *,
+        schema_version: str = SCHEMA_DEFAULT,
+        step: Any = None,
+        meta: Any = None,
+        shaped: frozenset[str] = frozenset(),
+    ) -> Call:
+        """``begin`` for a caller on an event loop (``acall``, the async HTTP transport,
+        the MCP session); the same arguments, the same ``Call``.
+
+        It differs only when resuming: a call that another task's reorder put ahead of
+        the recorded calls before it waits for them (``TURN_WAIT`` at most) without
+        blocking the loop, where ``begin`` would raise ``ReplayMiss`` at once rather than
+        stall the tasks it waits for.
+        """
+        call = self._run.begin(kind, name, args, schema_version, step, meta, shaped, True)
+        if call.behind:  # resumed ahead of the recording: wait for the calls before it
+            await self._run.catch_up(call)
+        return call
+
     def take_recorded(
         self,
         kind: str,
@@ -199,10 +223,9 @@ class Calls:
             found = run.replay_clean(kind, name, args, schema_version, step)
             if found is not ABSENT:
                 return found  # type: ignore[no-any-return]  # the recorded T (cast() is a call)
-        # begin() without its keyword arguments: the replay path is hot.
-        call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED, True)
-        if call.behind:  # resumed ahead of the recording: wait for the calls before it
-            await self._run.catch_up(call)
+        call = await self.abegin(
+            kind, name, args, schema_version=schema_version, step=step, meta=meta
+        )
         if call.fault is not None:
             call.inject()
             await self.clock.aadvance(call.delay)

@@ -12,7 +12,8 @@ numbered at or before its seq, recorded or in flight, has been asked again. It t
 live, as the call the killed run had not reached. A call that is still ahead of the
 recording when the wait ends, or that nobody else could ask for (no other thread, no other
 task), is a divergence: ``ReplayMiss``, as before. A sync call waits on the run's lock (it
-lets the others in); ``acall`` waits without blocking its event loop (``catch_up``).
+lets the others in); a caller on an event loop (``Deck.abegin``: ``acall``, the async HTTP
+transport, the MCP session) waits without blocking the loop (``catch_up``).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class Resuming:
         except RuntimeError:
             loop = None
         if loop is not None:
-            # A sync call would stall the loop's tasks it waits for; acall waits in catch_up.
+            # A sync call would stall the loop's tasks it waits for; abegin waits in catch_up.
             if awaits and (_other_tasks(loop) or threading.active_count() > 1):
                 call.behind = True
                 return True

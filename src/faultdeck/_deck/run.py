@@ -168,7 +168,7 @@ class Run(Opening, CleanReplay, Resuming):
         """Number the call, key it and decide: the recorded answer, a live run, or a miss.
 
         A resumed call ahead of the recording waits for the calls before it (``resuming``);
-        with ``awaits`` (``acall``) inside an event loop it comes back ``behind`` instead,
+        with ``awaits`` (``Deck.abegin``) inside an event loop it comes back ``behind`` instead,
         for ``catch_up``.
 
         Raises:

@@ -120,12 +120,28 @@ class Exchange:
     def first_step(self, stream_type: type) -> Step:
         """Decide the call and answer it without the network where it can be: a fault's
         stand-in or the recording. Otherwise say how long to wait before going live."""
+        self._before_deciding()
+        call = self.owner.deck.begin(self.kind, self.name, self.args, shaped=SHAPED)
+        return self._step(call, stream_type)
+
+    async def afirst_step(self, stream_type: type) -> Step:
+        """``first_step`` on an event loop: the call is decided by ``Deck.abegin`` (a
+        resumed request another task's reorder put early waits for its turn)."""
+        self._before_deciding()
+        call = await self.owner.deck.abegin(self.kind, self.name, self.args, shaped=SHAPED)
+        return self._step(call, stream_type)
+
+    def _before_deciding(self) -> None:
         owner = self.owner
         if not self.ordinal:  # counted once, whichever route decides the request
             self.ordinal = owner.order.next()
         if owner.has_failures():
             owner.waited_before(self.identity)
-        call = owner.deck.begin(self.kind, self.name, self.args, shaped=SHAPED)
+
+    def _step(self, call: Call, stream_type: type) -> Step:
+        """What to do with the decided ``call``: its stand-in, its recorded answer, or a
+        live run after its delay."""
+        owner = self.owner
         stand_in = self.stand_in(call)
         if isinstance(stand_in, Exception):
             try:

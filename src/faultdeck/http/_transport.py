@@ -162,7 +162,7 @@ class AsyncTransport(_Base, _AsyncBases):
         replayed = exchange.replay_plain()
         if replayed is not None:
             return replayed
-        step = exchange.first_step(stream_types(self.httpx)[1])
+        step = await exchange.afirst_step(stream_types(self.httpx)[1])
         await self.deck.clock.aadvance(step.delay)
         if step.response is not None:
             return step.response

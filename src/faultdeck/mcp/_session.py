@@ -135,7 +135,9 @@ class Session:
         name = call_name(method, params)
         tool = method == "tools/call"
         schema = self.versions.get(name, SCHEMA_DEFAULT) if tool else SCHEMA_DEFAULT
-        call = self.deck.begin("tool", name, call_args(method, params), schema_version=schema)
+        call = await self.deck.abegin(
+            "tool", name, call_args(method, params), schema_version=schema
+        )
         output = self.outputs.get(name) if tool else None
         fault = call.fault
         if fault is not None and fault.raises and (call.fault_applied or call.recorded is None):
