@@ -51,7 +51,7 @@ class Sizes:
 FULL = Sizes(
     http=http_replay.Plan(
         sizes=(100, 500, 2000),
-        reps={100: 21, 500: 15, 2000: 15},
+        reps={100: 41, 500: 15, 2000: 15},
         default_reps={100: 7, 500: 1, 2000: 1},
         body_reps={100: 3, 500: 1, 2000: 1},
         vcr_warmup=frozenset({100}),
@@ -61,7 +61,7 @@ FULL = Sizes(
         default_sample={500: 50, 2000: 50},
     ),
     calls=deck_call.Plan(small_calls=5000, large_calls=500, reps=11),
-    peers=peers.Plan(sizes=(100, 2000), reps={100: 41, 2000: 21}),
+    peers=peers.Plan(sizes=(100, 2000), reps={100: 161, 2000: 61}),
     load_calls=100_000,
     load_reps=9,
     record=recording.Plan(flush_calls=5000, fsync_calls=500, reps=9),
