@@ -255,17 +255,58 @@ def test_a_call_ahead_of_the_recording_that_nobody_else_asks_for_is_a_miss(
         worker.start()
         try:
             deck.call("tool", "a", {}, dict)
-            with pytest.raises(fd.ReplayMiss, match="replay miss at seq 2"):
+            with pytest.raises(fd.ReplayMiss, match="replay miss at seq 2") as missed:
                 deck.call("tool", "d", {}, dict)
         finally:
             idle.set()
             worker.join()
+    # It says what it waited for, which is what the user must look at.
+    assert WAITED_FOR_B in str(missed.value)
     assert [(c.name, c.source) for c in deck.calls] == [
         ("a", "replay"),
         ("d", "miss"),
         ("c", "replay"),
     ]
     assert sorted(e.name for e in fd.load(cassette).entries) == ["a", "b", "c"]
+
+
+WAITED_FOR_B = (
+    "resumed, it waited 2 s for its turn, but the killed run's seq 2 (tool b), numbered "
+    "before it, was never asked again"
+)
+
+
+def test_an_async_call_ahead_of_the_recording_that_no_task_asks_for_is_a_miss(
+    tmp_path: Path,
+) -> None:
+    # acall's wait (catch_up) ends as the thread's does: another task asks c, never b.
+    cassette = tmp_path / "run.jsonl"
+    killed_after_three(cassette)
+
+    async def answer(name: str) -> dict[str, str]:
+        return {"name": name}
+
+    async def main(deck: fd.Deck) -> None:
+        async def bystander() -> None:
+            await asyncio.sleep(0.3)  # d is waiting by then
+            await deck.acall("tool", "c", {}, functools.partial(answer, "c"))
+
+        other = asyncio.create_task(bystander())
+        await deck.acall("tool", "a", {}, functools.partial(answer, "a"))
+        try:
+            await deck.acall("tool", "d", {}, functools.partial(answer, "d"))
+        finally:
+            await other
+
+    with fd.Deck(cassette, mode="resume", on_harness_change="ignore") as deck:
+        with pytest.raises(fd.ReplayMiss, match="replay miss at seq 2") as missed:
+            asyncio.run(main(deck))
+    assert WAITED_FOR_B in str(missed.value)
+    assert [(c.name, c.source) for c in deck.calls] == [
+        ("a", "replay"),
+        ("d", "miss"),
+        ("c", "replay"),
+    ]
 
 
 SENDER = textwrap.dedent(

@@ -34,6 +34,8 @@ def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
     strict: bool,
     entries: Sequence[Entry],
     unused: Collection[int],
+    waited: Sequence[tuple[int, str, str]] = (),
+    waited_s: float = 0.0,
 ) -> ReplayMiss:
     """Build the ``ReplayMiss`` for a call with no answer left.
 
@@ -48,6 +50,8 @@ def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
         strict: whether matching is strict.
         entries: every recorded call.
         unused: ``id()`` of the recorded calls not yet used.
+        waited: resuming, the calls of the killed run (seq, kind, name) this one waited
+            ``waited_s`` seconds for, that were never asked again.
     """
     lines = [
         f"replay miss at seq {seq}: {kind} {name} (key {key}) has no recorded answer left "
@@ -87,6 +91,17 @@ def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
         lines.append(
             f"  nothing named {name} was recorded; recorded {kind} calls: "
             f"{', '.join(names[:10]) or 'none'}"
+        )
+    if waited:
+        shown = ", ".join(
+            f"seq {w_seq} ({w_kind} {w_name})" for w_seq, w_kind, w_name in waited[:3]
+        )
+        more = f" and {len(waited) - 3} more" if len(waited) > 3 else ""
+        lines.append(
+            f"  resumed, it waited {waited_s:g} s for its turn, but the killed run's {shown}"
+            f"{more}, numbered before it, {'was' if len(waited) == 1 else 'were'} never asked "
+            "again: this run no longer makes "
+            f"{'that call' if len(waited) == 1 else 'those calls'} where the killed run did"
         )
     said = terms.current().about(cassette)
     lines.append(

@@ -22,6 +22,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 
 from .._base.errors import ReplayMiss
 from .._cassette.format import Entry, Intent
@@ -42,7 +43,7 @@ class Resuming:
     _in_flight: dict[str, deque[Intent]]
     _turn: threading.Condition | None = None  # made when a call first waits
 
-    def _miss(self, call: Call) -> ReplayMiss:
+    def _miss(self, call: Call, waited: Sequence[Entry | Intent] = ()) -> ReplayMiss:
         raise NotImplementedError  # ``Run``'s
 
     def _before(self, seq: int) -> list[Entry | Intent]:
@@ -71,9 +72,10 @@ class Resuming:
 
     def _waits_turn(self, call: Call, awaits: bool) -> bool:
         """Whether ``call`` (ahead of the recording, under the lock) goes live after waiting
-        for the recorded calls before it; ``False``: it is a divergence. With ``awaits``
-        and an event loop running here, the call is marked ``behind`` and waits in
-        ``catch_up`` instead."""
+        for the recorded calls before it; ``False``: it is a divergence (nobody else could
+        ask for them), and its ``ReplayMiss`` raised, naming them, when they were still not
+        asked at the end of the wait. With ``awaits`` and an event loop running here, the
+        call is marked ``behind`` and waits in ``catch_up`` instead."""
         early = self._before(call.seq)
         if not early:
             return False
@@ -95,7 +97,7 @@ class Resuming:
         while early:
             left = deadline - time.monotonic()
             if left <= 0:
-                return False
+                raise self._miss(call, early)  # still ahead: a divergence after all
             self._turn.wait(left)
             early = self._unasked(early)
         return True
@@ -113,7 +115,7 @@ class Resuming:
                     call.behind = False
                     return
                 if time.monotonic() >= deadline:
-                    raise self._miss(call)
+                    raise self._miss(call, early)
             await asyncio.sleep(_POLL)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._base.clock import Clock
@@ -31,7 +31,7 @@ from .._base.errors import (
     ReplayMiss,
 )
 from .._cassette import store
-from .._cassette.format import Intent, Recording
+from .._cassette.format import Entry, Intent, Recording
 from .._cassette.session import CassetteSession
 from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
@@ -46,7 +46,7 @@ from .miss import build_miss
 from .opening import Opening
 from .report import CallRecord, Report
 from .reporting import build_report
-from .resuming import Resuming
+from .resuming import TURN_WAIT, Resuming
 
 _REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
@@ -281,7 +281,7 @@ class Run(Opening, CleanReplay, Resuming):
         norm = normalizer.args(kind, name, args, ids)
         return name, norm, make_key(kind, name, norm, schema)
 
-    def _miss(self, call: Call) -> ReplayMiss:
+    def _miss(self, call: Call, waited: Sequence[Entry | Intent] = ()) -> ReplayMiss:
         self.log.append((call, "miss", None, 0.0, None, None, None, False))
         index = self.index
         return build_miss(
@@ -298,6 +298,8 @@ class Run(Opening, CleanReplay, Resuming):
             strict=self._match == "strict",
             entries=self._recording.entries if self._recording is not None else (),
             unused={id(e) for e in index.unused()},
+            waited=sorted((w.seq, w.kind, w.name) for w in waited),
+            waited_s=TURN_WAIT,
         )
 
     # -- the report ------------------------------------------------------------------------
