@@ -1,7 +1,9 @@
 """Interleaved timing: the contenders of one comparison take turns in one process.
 
     warm-up: each contender runs once, untimed (a slow peer may skip it)
-    repetition r: A, B, C … each prepared (untimed), run (timed, gc off), torn down (untimed)
+    repetition r: A, B, C … each prepared (untimed), run (timed, gc off), torn down (untimed);
+        primed: each timed run right after an untimed run of its own (one without a warm-up
+        has none)
     the objects alive when it starts are frozen (gc.freeze) until it ends
     result: each contender's samples; comparisons use their medians
 
@@ -78,7 +80,9 @@ class Timing:
         return len(self.samples_ns)
 
 
-def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> dict[str, Timing]:
+def interleave(
+    contenders: Sequence[Contender], *, reps: int, per_run: int, primed: bool = False
+) -> dict[str, Timing]:
     """Time each contender ``reps`` times, taking turns: A, B, A, B …; medians reported.
 
     Args:
@@ -87,6 +91,11 @@ def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> d
             are then spread evenly over the rounds).
         per_run: how many operations one run does, for per-operation figures (a
             contender's own ``per_run`` overrides it).
+        primed: each timed run of a contender that has a warm-up comes right after an
+            untimed run of its own, so that none is timed cold from what ran before it. A
+            side that patches a class while it runs (a peer patching ``httpx.Client.send``)
+            makes Python drop what it had specialized for that class's code, and the side
+            that runs next pays to learn it again.
     """
     # What is alive now (cassettes loaded, peers' state) stays alive: frozen, the collection
     # before each timed run looks only at what came since, instead of walking it all again
@@ -102,6 +111,9 @@ def interleave(contenders: Sequence[Contender], *, reps: int, per_run: int) -> d
         for rep in range(reps):
             for contender in contenders:
                 if rep in rounds[contender.name]:
+                    if primed and contender.warmup:
+                        with contender.prepare() as body:
+                            body()
                     samples[contender.name].append(_run(contender))
     finally:
         gc.unfreeze()

@@ -123,7 +123,7 @@ def run(plan: Plan, workdir: Path) -> dict[int, dict[str, Timing]]:
     with serving() as url:
         recorded = [_record(n, url, workdir) for n in plan.sizes]
     return {
-        rec.n: interleave(_contenders(plan, rec), reps=plan.reps[rec.n], per_run=rec.n)
+        rec.n: interleave(_contenders(plan, rec), reps=plan.reps[rec.n], per_run=rec.n, primed=True)
         for rec in recorded
     }
 

@@ -195,6 +195,15 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
         "from the recorded body: keyed, no id or timestamp normalization, redaction only "
         "when it writes the cassette. Each run checks it answered every request with the "
         "recorded body and executed nothing.",
+        "HTTP rows are primed: each timed run comes right after an untimed run of the same "
+        "side, prepared anew (a fresh deck, a fresh client; vcrpy only where it has a "
+        "warm-up). agenttape and vcrpy patch httpx's classes while they run, and a change to "
+        "a class makes Python drop the code it had specialized for it: the side that runs "
+        "next pays to specialize it again. Measured at N=100 with a patch of "
+        "httpx.Client.send that does nothing, made before each round, three times: "
+        "faultdeck / floor was 1.22-1.33x with faultdeck first after the patch, 1.15-1.19x "
+        "with the floor first, 1.20-1.23x primed, and 1.19-1.25x with no patch at all. "
+        "Unprimed, faultdeck, the first side of each round, paid for it.",
         f"vcrpy is quadratic in N, so it runs fewer times (see the runs column and the HTTP "
         f"table) and gets its warm-up only at N={small:,}; its code is warm by the time the "
         "larger sizes run in the same process.",

@@ -95,3 +95,26 @@ def test_a_side_that_runs_fewer_times_runs_among_the_others() -> None:
     # "few" runs in rounds 0, 3 and 6 of 9, each after "all"'s run of that round
     assert "".join("f" if n == "few" else "a" for n in order[2:]) == "afaaafaaafaa"
     assert (timings["all"].reps, timings["few"].reps) == (9, 3)
+
+
+def test_a_primed_side_runs_untimed_right_before_each_timed_run() -> None:
+    from contextlib import contextmanager
+
+    from benchmarks._timing import Contender, interleave
+
+    order: list[str] = []
+
+    def side(name: str, *, warmup: bool = True) -> Contender:
+        @contextmanager
+        def prepare() -> Iterator[Callable[[], None]]:
+            yield lambda: order.append(name)
+
+        return Contender(name, prepare, warmup=warmup)
+
+    timings = interleave(
+        [side("a"), side("b"), side("slow", warmup=False)], reps=2, per_run=1, primed=True
+    )
+    # warm-ups, then each round: a's untimed run and its timed one, b's, and the slow
+    # side's timed run alone (it has no warm-up, so no untimed run either)
+    assert order == ["a", "b", "a", "a", "b", "b", "slow", "a", "a", "b", "b", "slow"]
+    assert (timings["a"].reps, timings["b"].reps, timings["slow"].reps) == (2, 2, 2)
