@@ -89,6 +89,9 @@ class Plan:
         body_reps: timed runs per size for vcrpy with body matching.
         vcr_warmup: sizes at which vcrpy gets an untimed warm-up run; at the others, the
             smaller sizes, run before them in the same process, have warmed its code.
+        primed: sizes at which each timed run comes right after an untimed run of the same
+            side (``interleave``'s ``primed``): the short runs, where what the side before
+            left cold weighs on a few calls.
         body_full: sizes at which vcrpy with body matching replays all N calls.
         body_sample: sizes at which it is (also) timed on this many evenly spaced calls.
         default_full: sizes at which vcrpy with its default matchers replays all N calls.
@@ -100,6 +103,7 @@ class Plan:
     default_reps: Mapping[int, int]
     body_reps: Mapping[int, int]
     vcr_warmup: frozenset[int]
+    primed: frozenset[int]
     body_full: frozenset[int]
     body_sample: Mapping[int, int]
     default_full: frozenset[int]
@@ -123,7 +127,12 @@ def run(plan: Plan, workdir: Path) -> dict[int, dict[str, Timing]]:
     with serving() as url:
         recorded = [_record(n, url, workdir) for n in plan.sizes]
     return {
-        rec.n: interleave(_contenders(plan, rec), reps=plan.reps[rec.n], per_run=rec.n, primed=True)
+        rec.n: interleave(
+            _contenders(plan, rec),
+            reps=plan.reps[rec.n],
+            per_run=rec.n,
+            primed=rec.n in plan.primed,
+        )
         for rec in recorded
     }
 

@@ -51,10 +51,11 @@ class Sizes:
 FULL = Sizes(
     http=http_replay.Plan(
         sizes=(100, 500, 2000),
-        reps={100: 41, 500: 15, 2000: 15},
+        reps={100: 81, 500: 15, 2000: 15},
         default_reps={100: 7, 500: 1, 2000: 1},
         body_reps={100: 3, 500: 1, 2000: 1},
         vcr_warmup=frozenset({100}),
+        primed=frozenset({100, 500}),
         body_full=frozenset({100}),
         body_sample={100: 20, 500: 50, 2000: 25},
         default_full=frozenset({100, 500}),
@@ -79,6 +80,7 @@ QUICK = Sizes(
         default_reps={5: 1, 8: 1, 10: 1},
         body_reps={5: 1, 8: 1, 10: 1},
         vcr_warmup=frozenset({5}),
+        primed=frozenset({5, 8}),
         body_full=frozenset({5}),
         body_sample={5: 2, 8: 4, 10: 5},
         default_full=frozenset({5, 8}),
@@ -172,6 +174,7 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
     small, _, large = http.sizes
     sample = http.body_sample.get(large)
     checked = min(http.body_full & set(http.body_sample), default=None)
+    primed = " and ".join(f"{n:,}" for n in sorted(http.primed)) or "no size"
     notes = [
         "Each comparison's sides run in one process and take turns, A, B, A, B …, one "
         "repetition after another, after one untimed warm-up run each; a side that runs "
@@ -195,15 +198,17 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
         "from the recorded body: keyed, no id or timestamp normalization, redaction only "
         "when it writes the cassette. Each run checks it answered every request with the "
         "recorded body and executed nothing.",
-        "HTTP rows are primed: each timed run comes right after an untimed run of the same "
-        "side, prepared anew (a fresh deck, a fresh client; vcrpy only where it has a "
-        "warm-up). agenttape and vcrpy patch httpx's classes while they run, and a change to "
-        "a class makes Python drop the code it had specialized for it: the side that runs "
-        "next pays to specialize it again. Measured at N=100 with a patch of "
+        f"HTTP rows at N={primed} are primed: each timed run comes right after an untimed "
+        "run of the same side, prepared anew (a fresh deck, a fresh client; vcrpy only where "
+        "it has a warm-up). agenttape and vcrpy patch httpx's classes while they run, and a "
+        "change to a class makes Python drop the code it had specialized for it: the side "
+        "that runs next pays to specialize it again. Measured at N=100 with a patch of "
         "httpx.Client.send that does nothing, made before each round, three times: "
         "faultdeck / floor was 1.22-1.33x with faultdeck first after the patch, 1.15-1.19x "
         "with the floor first, 1.20-1.23x primed, and 1.19-1.25x with no patch at all. "
-        "Unprimed, faultdeck, the first side of each round, paid for it.",
+        "Unprimed, faultdeck, the first side of each round, paid for it. The cost is one "
+        "run's, not a call's: in longer runs it is spread over more calls, and they are not "
+        "primed.",
         f"vcrpy is quadratic in N, so it runs fewer times (see the runs column and the HTTP "
         f"table) and gets its warm-up only at N={small:,}; its code is warm by the time the "
         "larger sizes run in the same process.",
