@@ -72,10 +72,10 @@ class Resuming:
 
     def _waits_turn(self, call: Call, awaits: bool) -> bool:
         """Whether ``call`` (ahead of the recording, under the lock) goes live after waiting
-        for the recorded calls before it; ``False``: it is a divergence (nobody else could
-        ask for them), and its ``ReplayMiss`` raised, naming them, when they were still not
-        asked at the end of the wait. With ``awaits`` and an event loop running here, the
-        call is marked ``behind`` and waits in ``catch_up`` instead."""
+        for the recorded calls before it; ``False``: a divergence, as nobody else could ask
+        for them. When the wait ends with some of them still not asked, it raises the
+        call's ``ReplayMiss``, naming them. With ``awaits`` and an event loop running here,
+        the call is marked ``behind`` and waits in ``catch_up`` instead."""
         early = self._before(call.seq)
         if not early:
             return False
