@@ -5,10 +5,14 @@
         primed: each timed run right after an untimed run of its own (one without a warm-up
         has none)
     the objects alive when it starts are frozen (gc.freeze) until it ends
-    result: each contender's samples; comparisons use their medians
+    result: each contender's samples; comparisons use their medians, and can be made run
+        for run too (``paired``)
 
 Taking turns spreads drift (frequency scaling, a neighbour's load, a warming cache) over
-every contender alike instead of loading it onto whichever ran last.
+every contender alike instead of loading it onto whichever ran last. Pairing the runs of
+one round cancels it: on a shared machine whose speed moves by half within a minute, two
+runs tens of milliseconds apart ran at about the same speed, while the medians of two sides
+each take in the whole drift.
 """
 
 from __future__ import annotations
@@ -78,6 +82,21 @@ class Timing:
     def reps(self) -> int:
         """How many timed runs there were."""
         return len(self.samples_ns)
+
+
+def paired(ours: Timing, theirs: Timing) -> float:
+    """``ours`` per operation over ``theirs``: the median of the ratios of the runs each
+    round made (the k-th run of each), when both ran in the same rounds of one
+    ``interleave``; otherwise (a different number of runs) the ratio of their medians.
+
+    Two sides of one ``interleave`` with as many runs ran in the same rounds: every round,
+    or the same rounds spread by the same count.
+    """
+    a, b = ours.samples_ns, theirs.samples_ns
+    scale = theirs.per_run / ours.per_run
+    if len(a) != len(b) or not a:
+        return ours.median_ns / theirs.median_ns * scale
+    return float(statistics.median(x / y for x, y in zip(a, b, strict=True))) * scale
 
 
 def interleave(

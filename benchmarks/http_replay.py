@@ -49,7 +49,7 @@ from faultdeck.http import Transport
 
 from ._results import Goal, at_least, at_most
 from ._server import REQUEST_HEADERS, RESPONSE_HEADERS, completion, request_bodies, serving
-from ._timing import Body, Contender, Timing, interleave
+from ._timing import Body, Contender, Timing, interleave, paired
 
 FAULTDECK = "faultdeck"
 FLOOR = "floor (MockTransport)"
@@ -193,7 +193,8 @@ def goals(plan: Plan, results: Mapping[int, Mapping[str, Timing]]) -> list[Goal]
             at_most(
                 row,
                 f"HTTP replay, N={n:,}: faultdeck / floor",
-                f"faultdeck {_us(ours)}, floor {_us(floor)}",
+                f"faultdeck {_us(ours)}, floor {_us(floor)}; "
+                f"run for run {paired(ours, floor):.2f}×",
                 ours.median_ns / floor.median_ns,
                 1.3,
                 f"{ours.reps} each",

@@ -181,7 +181,12 @@ def _notes(sizes: Sizes, where: str, http_results: dict[int, dict[str, Timing]])
         "fewer times (a slow peer, the N=100,000 side) runs in rounds spread evenly among "
         "the others'. Each run is timed "
         "with time.perf_counter_ns with the garbage collector collected before and disabled "
-        "during the timed section. Figures are medians; a ratio is the ratio of medians.",
+        "during the timed section. Figures are medians; a ratio is the ratio of medians. "
+        "The HTTP rows against the floor also give the ratio run for run: the median of "
+        "each round's faultdeck run over the floor's run that followed it. This machine's "
+        "speed drifts within a minute (the floor of the HTTP rows ran at 104-160 µs a call "
+        "from one pass to the next), and the medians of the two sides each take in the "
+        "whole drift, while two runs tens of milliseconds apart ran at about the same speed.",
         "Only the loop is timed: opening a cassette (faultdeck's Deck.open, a peer's "
         "loading of its file), making the client and closing are outside it.",
         "HTTP rows: POST http://127.0.0.1:PORT/v1/chat/completions, a distinct ~0.3 KB "

@@ -118,3 +118,18 @@ def test_a_primed_side_runs_untimed_right_before_each_timed_run() -> None:
     # side's timed run alone (it has no warm-up, so no untimed run either)
     assert order == ["a", "b", "a", "a", "b", "b", "slow", "a", "a", "b", "b", "slow"]
     assert (timings["a"].reps, timings["b"].reps, timings["slow"].reps) == (2, 2, 2)
+
+
+def test_a_ratio_pairs_the_runs_of_each_round() -> None:
+    from benchmarks._timing import Timing, paired
+
+    # the machine slows down fourfold in round 3, between faultdeck's run and the floor's:
+    # run for run faultdeck takes 1.2x, while the medians say 0.3x
+    ours = Timing("ours", (120, 120, 120, 480, 480), per_run=1)
+    floor = Timing("floor", (100, 100, 400, 400, 400), per_run=1)
+    assert ours.median_ns / floor.median_ns == 0.3
+    assert paired(ours, floor) == 1.2
+    # per operation: 10 calls a run against 5
+    assert paired(Timing("ten", (240,) * 3, 10), Timing("five", (100,) * 3, 5)) == 1.2
+    # runs in different rounds (a slow peer's two): the ratio of medians
+    assert paired(ours, Timing("few", (300, 500), per_run=1)) == 120 / 400

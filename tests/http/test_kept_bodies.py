@@ -143,11 +143,11 @@ def test_request_args_read_any_headers_as_httpx_headers() -> None:
         ]
     )
     keep = frozenset({"anthropic-version", "openai-beta"})
-    args = request_args("POST", "/v1/messages", [], headers, b'{"m": 1}', keep)
+    args = request_args("POST", "/v1/messages", [], headers, {"m": 1}, keep)
     assert args == {
         "method": "POST",
         "path": "/v1/messages",
         "headers": {"anthropic-version": "2023-06-01", "openai-beta": "a=1, b=2"},
         "body": {"m": 1},
     }
-    assert request_args("POST", "/v1/messages", [], _RawOnly(headers), b'{"m": 1}', keep) == args
+    assert request_args("POST", "/v1/messages", [], _RawOnly(headers), {"m": 1}, keep) == args

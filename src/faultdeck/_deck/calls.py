@@ -115,6 +115,7 @@ class Calls:
         *,
         learn: Callable[[Any], Any] | None = None,
         parsed: bool = False,
+        parse: Callable[[], Any] | None = None,
     ) -> Entry | None:
         """``begin`` and ``call.answered()`` in one step, for a plain replay (no fault
         recorded, none of the plan's faults can land on the call) whose recorded call
@@ -124,8 +125,14 @@ class Calls:
         part of the recorded value whose ids later calls may send back (see ``answered``'s
         ``learn``), the whole by default. ``parsed``: the caller vouches that ``args`` hold
         only what ``orjson.loads`` makes, and strings: each value of its own JSON type (no
-        subclass, no tuple, no NaN), which spares a walk over them (``_keys.asis``)."""
-        taken = self._run.take_clean(kind, name, args, SCHEMA_DEFAULT, None, accept, learn, parsed)
+        subclass, no tuple, no NaN), which spares a walk over them (``_keys.asis``).
+        ``parse``: ``args`` hold bytes as they were sent, each as an ``orjson.Fragment`` of
+        JSON (an HTTP request's body), which only the as-stored route reads (bytes equal to
+        the stored args' are those args); ``parse()`` gives the args as JSON values, and is
+        called only when the call is keyed."""
+        taken = self._run.take_clean(
+            kind, name, args, SCHEMA_DEFAULT, None, accept, learn, parsed, parse
+        )
         return None if taken is None else taken[0]
 
     def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()

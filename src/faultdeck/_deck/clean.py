@@ -75,7 +75,7 @@ class CleanReplay:
             return loads(dumps(value))
         return value
 
-    def take_clean(  # noqa: C901 - the hot path: the as-stored route stays inlined (measured)
+    def take_clean(  # noqa: C901, PLR0913 - the hot path: one frame, the as-stored route inlined (measured)
         self,
         kind: str,
         name: str,
@@ -85,13 +85,16 @@ class CleanReplay:
         accept: Callable[[Entry], bool] | None = None,
         learn: Callable[[Any], Any] | None = None,
         parsed: bool = False,
+        parse: Callable[[], Any] | None = None,
     ) -> Taken | None:
         """The recorded call that answers this one, taken and logged as replayed, if
         ``accept`` says its caller answers it as recorded with nothing else to log (by
         default: a recorded value); else ``None`` (nothing done). ``learn``: the part of the
         recorded value whose ids later calls may send back, when the line lists none (the
         whole value by default). ``parsed``: ``args`` hold only what parsed JSON
-        holds (``asis.args_form``)."""
+        holds (``asis.args_form``). ``parse``: ``args`` hold ``orjson.Fragment`` values of
+        JSON as sent, and strings; ``parse()`` gives them parsed, for the keyed route
+        (``Deck.take_recorded``)."""
         if not self.clean or not self.opened:
             return None
         if step is None:
@@ -114,7 +117,8 @@ class CleanReplay:
                 and entry.name == name
                 and entry.kind == kind
                 and entry.schema == schema
-                and (form := args_form(args, normalizer.root_json, parsed)) is not None
+                and (form := args_form(args, normalizer.root_json, parsed or parse is not None))
+                is not None
             ):
                 # A line held as bytes stores the args as orjson writes them: compared
                 # there, and only its answer read (``held_after``). (A parsed line's args
@@ -147,6 +151,8 @@ class CleanReplay:
                 index.take_next(entry)
             else:
                 self.aligned = False
+                if parse is not None:
+                    args = parse()
                 ids.tentative()
                 try:
                     norm = normalizer.args(kind, name, args, ids, redact=False)

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from orjson import Fragment
+
 from .._base.errors import CassetteCorrupt
 from .._cassette.errorjson import error_to_json
 from .._cassette.format import Entry, body_bytes
@@ -69,9 +71,22 @@ class Exchange:
         self.kind, self.name = name_of(method, path)
         # Pairs hide their names from the field rules, so the query is redacted by name here.
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
-        self.args = request_args(method, path, query, request.headers, body, owner.keep)
+        # The args as sent: the body as its bytes, parsed only when a call needs it (``args``).
+        sent = Fragment(body) if body else None
+        self.sent = request_args(method, path, query, request.headers, sent, owner.keep)
         self.body = body
         self.ordinal = 0
+
+    @functools.cached_property
+    def args(self) -> dict[str, Any]:
+        """The request as its call's args: its body parsed (JSON, else text)."""
+        if not self.body:
+            return self.sent
+        return {**self.sent, "body": parse_body(self.body)}  # (the body stays the last field)
+
+    def parsed_args(self) -> dict[str, Any]:
+        """``args``, for the deck to call when it keys the call."""
+        return self.args
 
     @functools.cached_property
     def identity(self) -> str:
@@ -92,9 +107,10 @@ class Exchange:
         deck = owner.deck
         if deck.latency == "recorded" or owner.has_failures():
             return None
-        # (the args are strings and the body as orjson parsed it, or as text)
+        # A body sent as orjson writes it is compared as its bytes (a replay sends what was
+        # recorded, as the SDK writes it): no parse, no writing it again.
         entry = deck.take_recorded(
-            self.kind, self.name, self.args, self.plain, learn=_body, parsed=True
+            self.kind, self.name, self.sent, self.plain, learn=_body, parse=self.parsed_args
         )
         if entry is None:
             return None

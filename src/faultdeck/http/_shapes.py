@@ -64,10 +64,12 @@ def request_args(
     path: str,
     query: Sequence[Sequence[str]],
     headers: Any,
-    body: bytes,
+    body: Any,
     keep: frozenset[str],
 ) -> dict[str, Any]:
-    """A request as the args of a boundary call."""
+    """A request as the args of a boundary call: ``body`` is what they hold under
+    ``body`` (``parse_body`` of the request's bytes, or the bytes as an ``orjson.Fragment``
+    for ``Deck.take_recorded``), ``None`` when the request has none."""
     args: dict[str, Any] = {"method": method, "path": path}
     if query:
         args["query"] = [list(pair) for pair in query]
@@ -88,8 +90,8 @@ def request_args(
             kept[name] = f"{kept[name]}, {value}" if name in kept else value
     if kept:
         args["headers"] = dict(sorted(kept.items()))
-    if body:
-        args["body"] = parse_body(body)
+    if body is not None:
+        args["body"] = body
     return args
 
 
