@@ -51,7 +51,8 @@ class Sizes:
 FULL = Sizes(
     http=http_replay.Plan(
         sizes=(100, 500, 2000),
-        reps={100: 81, 500: 15, 2000: 15},
+        reps={100: 81, 500: 25, 2000: 15},
+        tape_reps={100: 41, 500: 15, 2000: 9},
         default_reps={100: 7, 500: 1, 2000: 1},
         body_reps={100: 3, 500: 1, 2000: 1},
         vcr_warmup=frozenset({100}),
@@ -77,6 +78,7 @@ QUICK = Sizes(
     http=http_replay.Plan(
         sizes=(5, 8, 10),
         reps={5: 1, 8: 1, 10: 1},
+        tape_reps={5: 1, 8: 1, 10: 1},
         default_reps={5: 1, 8: 1, 10: 1},
         body_reps={5: 1, 8: 1, 10: 1},
         vcr_warmup=frozenset({5}),

@@ -148,3 +148,16 @@ def test_every_name_the_docs_use_is_public() -> None:
         and not inspect.ismodule(getattr(fd, name.partition(".")[2], None))
     }
     assert unknown == {}
+
+
+def test_importing_faultdeck_leaves_asyncio_and_rich_to_whoever_uses_them() -> None:
+    """A command rehearsal starts a fresh Python per cell, and each imports faultdeck: the
+    event loop's modules (with ssl) and rich's tables are imported where a clock is awaited
+    or a table drawn, not by the import."""
+    import subprocess
+
+    probe = "import sys, faultdeck; print(sorted({'asyncio', 'rich', 'ssl'} & set(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]"

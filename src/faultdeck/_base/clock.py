@@ -3,11 +3,13 @@
 ``SystemClock`` is the real one. ``VirtualClock`` advances on ``sleep`` and never waits, so
 backoffs, Retry-After waits and recorded latencies run offline in microseconds, and it
 reports how long a run would have waited.
+
+``asyncio`` is imported where a clock is first awaited: a program that never awaits one (a
+command rehearsal's cell, a sync agent) does not pay for importing it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from typing import Protocol, runtime_checkable
@@ -64,6 +66,8 @@ class SystemClock:
         """Await ``asyncio.sleep(seconds)``."""
         if seconds > 0:
             self._add(seconds)
+            import asyncio  # (on first use: see the module)
+
             await asyncio.sleep(seconds)
 
     def advance(self, seconds: float) -> None:
@@ -74,6 +78,8 @@ class SystemClock:
     async def aadvance(self, seconds: float) -> None:
         """Await ``asyncio.sleep(seconds)`` without counting it as waiting."""
         if seconds > 0:
+            import asyncio  # (on first use: see the module)
+
             await asyncio.sleep(seconds)
 
     def _add(self, seconds: float) -> None:
@@ -114,6 +120,8 @@ class VirtualClock:
     async def asleep(self, seconds: float) -> None:
         """Advance by ``seconds`` at once, yielding to the event loop like a real sleep."""
         self.sleep(seconds)
+        import asyncio  # (on first use: see the module)
+
         await asyncio.sleep(0)
 
     def advance(self, seconds: float) -> None:
@@ -125,6 +133,8 @@ class VirtualClock:
     async def aadvance(self, seconds: float) -> None:
         """``advance``, yielding to the event loop like a real sleep."""
         self.advance(seconds)
+        import asyncio  # (on first use: see the module)
+
         await asyncio.sleep(0)
 
     @property

@@ -18,16 +18,20 @@ transport, the MCP session) waits without blocking the loop (``catch_up``).
 
 from __future__ import annotations
 
-import asyncio
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._base.errors import ReplayMiss
 from .._cassette.format import Entry, Intent
 from .call import Call
 from .index import ReplayIndex
+
+if TYPE_CHECKING:
+    import asyncio
 
 TURN_WAIT = 2.0
 """How long (seconds) a resumed call ahead of the recording waits for the calls before it."""
@@ -79,10 +83,7 @@ class Resuming:
         early = self._before(call.seq)
         if not early:
             return False
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = _running_loop()
         if loop is not None:
             # A sync call would stall the loop's tasks it waits for; abegin waits in catch_up.
             if awaits and (_other_tasks(loop) or threading.active_count() > 1):
@@ -116,10 +117,31 @@ class Resuming:
                     return
                 if time.monotonic() >= deadline:
                     raise self._miss(call, early)
-            await asyncio.sleep(_POLL)
+            await _sleep(_POLL)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any. None runs before ``asyncio`` is
+    imported, and faultdeck imports it only where it awaits (a sync program never does)."""
+    imported = sys.modules.get("asyncio")
+    if imported is None:
+        return None
+    try:
+        loop: asyncio.AbstractEventLoop = imported.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio  # (imported by whatever runs this coroutine)
+
+    await asyncio.sleep(seconds)
 
 
 def _other_tasks(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether a task besides the current one runs on ``loop``."""
+    import asyncio  # (a loop runs: imported)
+
     current = asyncio.current_task(loop)
     return any(task is not current and not task.done() for task in asyncio.all_tasks(loop))

@@ -13,13 +13,13 @@ import dataclasses
 import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, get_args
-
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, get_args
 
 from .._judge.policy import Outcome
 from .matrix import REPLAY_ROW, Cell, Matrix, Status
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SYMBOLS: dict[str, str] = {"held": "✓", "broke": "✗", "miss": "~", "raised": "!", "killed": "↻"}
 """One character per cell status."""
@@ -53,6 +53,9 @@ def matrix_table(matrix: Matrix) -> Table:
     A fault row shows ``NOT_APPLICABLE`` at the calls its kind does not apply to. A legend
     of the symbols is the caller's to add (``LEGEND``).
     """
+    from rich.table import Table  # (rich only where a table is drawn)
+    from rich.text import Text
+
     table = Table(show_lines=False)
     table.add_column("fault", no_wrap=True)
     whole_run = any(c.seq is None for c in matrix.cells)
@@ -171,6 +174,9 @@ def summary_row(cassette: str, matrix: Matrix) -> dict[str, Any]:
 def summary_table(rows: Sequence[dict[str, Any]]) -> Table:
     """The summary rows as a rich ``Table``, a row per cassette; a count that is a finding
     (broken, errors) is red when it is not 0."""
+    from rich.table import Table  # (rich only where a table is drawn)
+    from rich.text import Text
+
     table = Table(show_lines=False)
     for column in SUMMARY_COLUMNS:
         table.add_column(column, justify="left" if column == "cassette" else "right")

@@ -13,8 +13,10 @@ decides them, so a miss or a fault still counts.
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 ENDS_AFTER = "ends_after"
 
@@ -46,6 +48,8 @@ class Order:
         target = meta.get(ENDS_AFTER) if isinstance(meta, dict) else None
         if type(target) is not int or target <= max(ordinal, self.count):
             return
+        import asyncio  # (awaited: imported)
+
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, future))
         try:
