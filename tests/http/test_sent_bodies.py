@@ -97,7 +97,10 @@ def test_a_body_that_means_something_else_is_a_miss_naming_the_field(tmp_path: P
     with fd.Deck(path, mode="replay") as deck:
         with (
             httpx.Client(transport=Transport(deck)) as client,
-            pytest.raises(fd.ReplayMiss, match=r"content"),
+            pytest.raises(
+                fd.ReplayMiss,
+                match=r'args\.body\.messages\[0\]\.content: recorded "q0", now "other"',
+            ),
         ):
             client.post(URL, content=changed)
 

@@ -75,7 +75,7 @@ class CleanReplay:
             return loads(dumps(value))
         return value
 
-    def take_clean(  # noqa: C901, PLR0913 - the hot path: one frame, the as-stored route inlined (measured)
+    def take_clean(  # noqa: C901, PLR0913 - the hot path, one frame (measured)
         self,
         kind: str,
         name: str,

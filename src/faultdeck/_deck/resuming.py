@@ -134,7 +134,8 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 async def _sleep(seconds: float) -> None:
-    import asyncio  # (imported by whatever runs this coroutine)
+    """``asyncio.sleep``: a coroutine runs on a loop, so asyncio is imported by then."""
+    import asyncio
 
     await asyncio.sleep(seconds)
 
