@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from typing import Any
 
@@ -119,3 +121,31 @@ def test_a_live_answer_json_cannot_hold_is_named_and_not_written(
         deck.call("tool", "search", {"q": 2}, lambda: {"ok": True})
     entries = fd.load(cassette).entries
     assert [e.args for e in entries] == [{"q": 2}]
+
+
+def test_a_recording_stores_each_answer_on_its_own_line_with_its_own_ids(tmp_path: Any) -> None:
+    # A run makes its walk once (``output_store``): every line still gets what
+    # ``store_output`` makes of that answer alone, at that call's seq, and only its ids.
+    outs = [
+        {"id": "chatcmpl-9x8Yq2ZkT1", "created": 1764411948, "text": "retry budget, section two"},
+        {"hits": ["docs/retry-budget.md"], "at": "2026-05-01T10:00:00Z"},
+        {"items": [{"call_id": "call_a1b2c3d4e5f6"}], "key": "sk-" + "live" + "Zq7Xw9" * 6},
+        {"id": "chatcmpl-7a6B5c4D3e2", "created": 1764411999},
+    ]
+    cassette = tmp_path / "c.jsonl"
+    with fd.Deck(cassette, mode="record") as deck:
+        for i, out in enumerate(outs):
+            deck.call("tool", "search", {"q": i}, functools.partial(copy.deepcopy, out))
+    lines = [orjson.loads(line) for line in cassette.read_bytes().splitlines()[1:-1]]
+    assert [line["seq"] for line in lines] == [1, 2, 3, 4]
+    for line, out in zip(lines, outs, strict=True):
+        stored, found = store_output(out, line["seq"], Redactor(), scrub=True, ids=True)
+        assert line["out"] == stored
+        assert line["ids"] == found
+    assert [line["ids"] for line in lines] == [
+        ["chatcmpl-9x8Yq2ZkT1"],
+        [],
+        ["call_a1b2c3d4e5f6"],
+        ["chatcmpl-7a6B5c4D3e2"],
+    ]
+    assert lines[0]["out"]["created"] != lines[3]["out"]["created"]  # each call's own seq

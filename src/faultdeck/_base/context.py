@@ -75,3 +75,8 @@ def current_idempotency_key() -> str | None:
     """The idempotency key of the side-effecting call running now, if any: the same key
     when ``resume`` runs a call again that was in flight at a kill."""
     return _IDEMPOTENCY_KEY.get()
+
+
+idempotency_now = _IDEMPOTENCY_KEY.get
+"""``current_idempotency_key`` as the context variable's own method, a frame less on the
+recording's hot path."""

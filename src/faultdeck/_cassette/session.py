@@ -226,7 +226,16 @@ class CassetteSession:
             self._rules = None
         if in_doubt is not None:
             obj["in_doubt"] = in_doubt
-        self._put(obj)
+        # ``_put``, a frame less: every call's line comes this way.
+        writer = self._writer
+        if writer is not None:
+            try:
+                writer.write(obj)
+            except CassetteWriteError as exc:
+                self._stop(exc)
+                raise
+        elif self._failed is not None:
+            raise self._failed
         self._file_calls += 1
 
     def intent(self, obj: dict[str, Any], *, sync: bool = False) -> None:

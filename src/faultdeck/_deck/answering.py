@@ -21,6 +21,7 @@ from .._keys.fields import ABSENT
 from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
 from .._keys.redact import Redactor
+from .._keys.stored import Store
 from ..faults import Fault
 from .index import ReplayIndex
 from .report import Source
@@ -38,6 +39,7 @@ class Ledger(Protocol):
     log: list[Any]
     normalizer: Normalizer
     redactor: Redactor
+    store_output: Store
     file: CassetteSession
 
     @property

@@ -34,7 +34,7 @@ from .._cassette.format import Entry
 from .._cassette.lines import RESTORE, http_answer_problem
 from .._keys.fields import ABSENT
 from .._keys.outputs import check_json
-from .._keys.stored import NotJSON, store_output
+from .._keys.stored import NotJSON
 from ..faults import Fault
 from ..faults import from_json as fault_from_json
 from .answering import Answering, number
@@ -230,12 +230,9 @@ class Call(Answering):
         if stored is ABSENT:
             # An answer the cassette cannot hold ends the call: not logged, not written.
             self.finished = True
-            config = run.normalizer.config
             # As ``store("out", value)`` stores it, and its ids, in one walk that checks it too.
             try:
-                stored, found = store_output(
-                    value, self.seq, run.redactor, scrub=config.output_times, ids=config.ids
-                )
+                stored, found = run.store_output(value, self.seq)
             except NotJSON:
                 check_json(value, f"out of {self.kind} {self.name} at seq {self.seq}")
                 raise  # check_json names the value; it never gets here
@@ -251,7 +248,9 @@ class Call(Answering):
             # The caller holds this very object and may change it: learn its ids now (after
             # any earlier outputs still waiting, to keep their order).
             ids = self._learn_written(stored, found)
-            self._log("live", ms=ms)
+            # ``_log("live", ms=ms)``, a frame less: every live call comes this way.
+            self.finished = True
+            run.log.append((self, "live", None, ms, None, None, None, False))
             self._put("out", stored, ms, ids=ids)
 
     def fail(self, exc: BaseException) -> None:

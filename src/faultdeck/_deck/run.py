@@ -24,7 +24,7 @@ from typing import Any
 
 from .._base.clock import Clock
 from .._base.config import Durability
-from .._base.context import current_step
+from .._base.context import step_now
 from .._base.errors import (
     ArgumentError,
     ConfigError,
@@ -37,6 +37,7 @@ from .._keys.canonical import KINDS, make_key
 from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
 from .._keys.redact import Redactor
+from .._keys.stored import Store, output_store
 from ..faults import CallInfo, FaultRun
 from .call import Call, Logged, as_record, recorded_fault
 from .clean import CleanReplay
@@ -137,6 +138,8 @@ class Run(Opening, CleanReplay, Resuming):
         self._fault_run = fault_run
         self.normalizer = normalizer
         self.redactor = redactor
+        rules = normalizer.config
+        self.store_output: Store = output_store(redactor, scrub=rules.output_times, ids=rules.ids)
         self.allow_side_effects = allow_side_effects
         self._seq = 0
         self.ids = IdMap()
@@ -184,7 +187,7 @@ class Run(Opening, CleanReplay, Resuming):
         if not self.opened:
             self.open()  # the first call opens the deck, as `with` would
         if step is None:
-            step = current_step()
+            step = step_now()
         if type(step) is str:
             step = self.redactor.redact_text(step)
         with self.lock:

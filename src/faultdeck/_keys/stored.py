@@ -3,16 +3,17 @@
 Storing an output used to take four walks over it, one per rule: a check that JSON can
 hold it (``outputs.check_json``), wall-clock values made placeholders (``outputs.scrub``),
 secrets masked (``Redactor.redact``), then the ids it hands out found in what is stored
-(``ids.collect_ids``). ``store_output`` applies the four at each value as it passes, and
-gives the same result: ``NotJSON`` where ``check_json`` finds a value JSON cannot hold (it
-then names it), else the stored value equal to ``redact(scrub(out, seq))`` and the ids
-equal to ``collect_ids`` of it. Tuples, which ``scrub`` and ``collect_ids`` pass over as
-they are, get only the redactor's walk.
+(``ids.collect_ids``). ``store_output`` applies the four at each value as it passes (a
+run makes its walk once: ``output_store``), and gives the same result: ``NotJSON`` where
+``check_json`` finds a value JSON cannot hold (it then names it), else the stored value
+equal to ``redact(scrub(out, seq))`` and the ids equal to ``collect_ids`` of it. Tuples,
+which ``scrub`` and ``collect_ids`` pass over as they are, get only the redactor's walk.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .ids import looks_like_id
@@ -27,14 +28,18 @@ from .outputs import (
     scrub_string,
 )
 from .redact import Redactor, secret_number
-from .secrets import mask
+from .secrets import MIN_SECRET_LEN, mask
 
 
 class NotJSON(Exception):
     """The output holds a value JSON cannot hold; ``check_json`` names it."""
 
 
-def store_output(  # noqa: C901 - one walk, every rule inlined (the hot path of recording)
+Store = Callable[[Any, int], tuple[Any, list[str]]]
+"""``store(out, seq)``: ``out`` as stored, and the ids found in it (``store_output``)."""
+
+
+def store_output(
     out: Any, seq: int, redactor: Redactor, *, scrub: bool, ids: bool
 ) -> tuple[Any, list[str]]:
     """``out`` as stored, and the ids a later call may send back, in order of appearance.
@@ -49,16 +54,26 @@ def store_output(  # noqa: C901 - one walk, every rule inlined (the hot path of 
         scrub: replace wall-clock values (``NormalizeConfig.output_times``).
         ids: find the ids (``NormalizeConfig.ids``); none are found otherwise.
     """
-    stamp = PLACEHOLDER_EPOCH + seq
-    leaf, field_kind, walk_other = redactor.redact_leaf, redactor.field_kind, redactor.redact_under
-    found: list[str] = []
+    return output_store(redactor, scrub=scrub, ids=ids)(out, seq)
 
-    def walk(value: Any, name: str | None, secret: bool) -> Any:  # noqa: C901 - see above
+
+def output_store(redactor: Redactor, *, scrub: bool, ids: bool) -> Store:  # noqa: C901 - one walk
+    """``store_output`` under these rules, made once (a recording run's, ``Run.store_output``):
+    its walk, every rule inlined, is built here and not at every call (the hot path of
+    recording)."""
+    leaf, field_kind, walk_other = redactor.redact_leaf, redactor.field_kind, redactor.redact_under
+    extras = redactor.has_extras
+
+    def walk(value: Any, name: str | None, secret: bool, stamp: int, found: list[str]) -> Any:  # noqa: C901 - see above
         cls = type(value)
         if cls is str:
-            if scrub:
+            # Each rule only where it may change the string (its own first test, inlined):
+            # a date-time has 16 characters or more and a date 10; a secret's shape 15 or
+            # more, unless under a secret field's name or a project's pattern.
+            if scrub and (len(value) >= 16 or len(value) == 10):
                 value = scrub_string(value, name, stamp)
-            value = leaf(value, secret)
+            if secret or extras or len(value) >= MIN_SECRET_LEN:
+                value = leaf(value, secret)
             if ids and len(value) >= 8 and looks_like_id(value, name):
                 found.append(value)
             return value
@@ -72,10 +87,10 @@ def store_output(  # noqa: C901 - one walk, every rule inlined (the hot path of 
                     if not is_json(v):
                         raise NotJSON  # dropped, but an answer JSON cannot hold all the same
                     continue
-                result[k] = walk(v, k, kind == SECRET)
+                result[k] = walk(v, k, kind == SECRET, stamp, found)
             return result
         if cls is list:
-            return [walk(v, name, secret) for v in value]
+            return [walk(v, name, secret, stamp, found) for v in value]
         if cls is bool or value is None:
             return value
         if cls is int:
@@ -99,4 +114,8 @@ def store_output(  # noqa: C901 - one walk, every rule inlined (the hot path of 
                 return cls(stamp * 1000)
         return value
 
-    return walk(out, None, False), found
+    def store(out: Any, seq: int) -> tuple[Any, list[str]]:
+        found: list[str] = []
+        return walk(out, None, False, PLACEHOLDER_EPOCH + seq, found), found
+
+    return store
