@@ -278,16 +278,20 @@ class Call(Answering):
 
 Logged = (
     tuple[Call, Source, "int | None", float, "str | None", "float | None", "str | None", bool]
-    | tuple[int, str, str, str, Any, float, Entry]
+    | tuple[int, str, str, str, Any, float, "Entry | float"]
 )
-"""A log line as the deck keeps it while calls run: a call and how it ended, or a clean
-replay's (seq, kind, name, key, step, started, the entry that answered it)."""
+"""A log line as the deck keeps it while calls run: a call and how it ended; a clean
+replay's (seq, kind, name, key, step, started, the entry that answered it); or a clean live
+call's (seq, kind, name, key, step, started, its ms: ``live.py``)."""
 
 
 def as_record(logged: Logged) -> CallRecord:
     """The ``CallRecord`` of a log line."""
-    if len(logged) == 7:  # a clean replay (``clean.py``): answered with a recorded value
+    if len(logged) == 7:
         seq, kind, name, key, step, started, entry = logged
+        if isinstance(entry, float):  # a clean live call (``live.py``): recorded, with its ms
+            return CallRecord(seq, kind, name, key, "live", None, entry, None, None, step, started)
+        # a clean replay (``clean.py``): answered with a recorded value
         return CallRecord(
             seq, kind, name, key, "replay", entry.seq, entry.ms, None, None, step, started
         )

@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar, cast, overload
 from .._base import terms
 from .._base.clock import Clock
 from .._base.config import ON_IN_DOUBT, Latency, OnInDoubt, check_choice
-from .._base.context import idempotency, idempotency_now
+from .._base.context import idempotency
 from .._base.errors import ReplayMiss
 from .._cassette.format import Entry
 from .._cassette.session import hash_value
@@ -183,6 +183,10 @@ class Calls:
             found = run.replay_clean(kind, name, args, schema_version, step)
             if found is not ABSENT:
                 return found  # type: ignore[no-any-return]  # the recorded T (cast() is a call)
+        if run.records_plain and not side_effect and meta is None:  # a plain live call (live.py)
+            value = run.record_clean(kind, name, args, schema_version, step, fn)
+            if value is not ABSENT:
+                return value  # type: ignore[no-any-return]  # fn's T
         # begin() without its keyword arguments: the replay path is hot.
         call = self._run.begin(kind, name, args, schema_version, step, meta, _UNSHAPED)
         # inject() and replay() record how the call ended themselves; only a live run needs
@@ -196,18 +200,11 @@ class Calls:
             answer: T = call.replay()
             return answer
         try:  # what ``with call:`` does, a frame less on the recording's hot path
-            if side_effect or call.in_doubt:
-                live = call.runner(
-                    fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
-                )
-            else:  # what ``runner`` does for such a call, a frame less: the intent, then fn
-                call.start()
-                live = fn
-            if call.idempotency_key is None and idempotency_now() is None:
-                value = live()  # nothing for ``idempotency`` to change: no block to enter
-            else:
-                with idempotency(call.idempotency_key):
-                    value = live()
+            live = call.runner(
+                fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
+            )
+            with idempotency(call.idempotency_key):
+                value = live()
             call.result(value)
         except Exception as exc:
             if not call.finished:

@@ -23,6 +23,7 @@ from .._cassette.format import Intent, Recording
 from .._cassette.reader import interrupted_warning, load, load_shared
 from .._cassette.session import CassetteSession, make_header
 from .._keys.normalize import Normalizer
+from ..faults import FaultRun
 from .fork import ForkPoint, start_fork
 from .index import ReplayIndex
 
@@ -37,6 +38,7 @@ class Opening:
     opened: bool
     clean: bool
     asis: bool
+    records_plain: bool
     file: CassetteSession
     index: ReplayIndex
     normalizer: Normalizer
@@ -50,6 +52,7 @@ class Opening:
     _environ: Mapping[str, str]
     _recording: Recording | None
     _faulted: bool
+    _fault_run: FaultRun | None
     _in_flight: dict[str, deque[Intent]]
     _begun: int
     _unseen: int
@@ -84,6 +87,7 @@ class Opening:
                     if self._copy is not None:
                         self._copy.drop()
                     raise
+            self.records_plain = mode == "record" and self._fault_run is None
             self.opened = True
 
     def _open_for_writing(self, mode: str, exists: bool) -> None:

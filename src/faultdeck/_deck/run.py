@@ -43,6 +43,7 @@ from .call import Call, Logged, as_record, recorded_fault
 from .clean import CleanReplay
 from .fork import ForkPoint
 from .index import ReplayIndex
+from .live import CleanRecord
 from .miss import build_miss
 from .opening import Opening
 from .report import CallRecord, Report
@@ -53,7 +54,7 @@ _REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
 
 
-class Run(Opening, CleanReplay, Resuming):
+class Run(Opening, CleanReplay, CleanRecord, Resuming):
     """A deck's run: its cassette, its calls' decisions and its log, under one lock.
 
     Its state is read and changed under one lock (an ``RLock``), so a deck can be shared
@@ -125,6 +126,8 @@ class Run(Opening, CleanReplay, Resuming):
         self._unseen = 0  # of those seqs, how many left no line (numbered, never written)
         self._faulted = False  # whether any recorded call carries a fault
         self.clean = False  # replaying, no fault recorded: ``replay_clean`` may answer
+        self.records_plain = False  # recording, no fault plan: ``record_clean`` may run calls
+        self.recorded_plain = 0  # calls it ran
         # Replaying lines keyed under this deck's rules: ``take_clean`` may key a call whose
         # args are a line's stored args as that line (``_keys/asis.py``).
         self.asis = False
