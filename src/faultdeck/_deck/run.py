@@ -83,6 +83,10 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         mode: the mode decided on opening (``once`` becomes ``replay`` or ``record``).
         index, ids, log, file, lock, clock, normalizer, redactor, allow_side_effects:
             the state a ``Call`` finishes itself with (its ``Ledger``).
+        store_output: stores a live answer under the deck's rules (``output_store``, made
+            once for the run).
+        clean, records_plain: a plain replay or a plain live call may take its short route
+            (``clean.py``, ``live.py``).
     """
 
     def __init__(  # noqa: PLR0913 - keyword-only: the deck's resolved options, passed once
