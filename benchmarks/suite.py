@@ -91,7 +91,7 @@ QUICK = Sizes(
     calls=deck_call.Plan(
         small_calls=10, large_calls=5, reps=1, big_calls=50, big_reps=1, base_calls=5, base_reps=1
     ),
-    peers=peers.Plan(sizes=(5, 8), reps={5: 1, 8: 1}),
+    peers=peers.Plan(sizes=(5, 8), reps={5: 2, 8: 2}, tape_reps={5: 1, 8: 1}),
     load_calls=200,
     load_reps=1,
     record=recording.Plan(flush_calls=10, fsync_calls=5, reps=1),

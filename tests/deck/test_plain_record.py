@@ -159,3 +159,16 @@ def test_a_closed_deck_refuses_a_call_on_either_route(tmp_path: Path) -> None:
             deck.call("tool", "search", {"q": 1}, lambda: 1)
         with pytest.raises(fd.ConfigError, match="closed"):
             deck.call("tool", "search", {"q": 2}, lambda: 2)
+
+
+def test_a_clock_of_whole_seconds_records_and_reports_alike(tmp_path: Path) -> None:
+    # A VirtualClock started at 0 reads ints: a call's ms is an int, on either route.
+    calls = []
+    for plan in (None, NEVER):
+        path = tmp_path / f"{plan is None}.jsonl"
+        with fd.Deck(path, mode="record", clock=fd.VirtualClock(start=0), faults=plan) as deck:
+            deck.call("tool", "search", {"q": 1}, lambda: {"hit": 1})
+        calls.append(deck.calls)
+        assert len(deck.report().calls) == 1
+    assert calls[0] == calls[1]
+    assert [(c.source, c.ms) for c in calls[0]] == [("live", 0)]

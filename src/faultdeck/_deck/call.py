@@ -289,12 +289,12 @@ def as_record(logged: Logged) -> CallRecord:
     """The ``CallRecord`` of a log line."""
     if len(logged) == 7:
         seq, kind, name, key, step, started, entry = logged
-        if isinstance(entry, float):  # a clean live call (``live.py``): recorded, with its ms
-            return CallRecord(seq, kind, name, key, "live", None, entry, None, None, step, started)
-        # a clean replay (``clean.py``): answered with a recorded value
-        return CallRecord(
-            seq, kind, name, key, "replay", entry.seq, entry.ms, None, None, step, started
-        )
+        if isinstance(entry, Entry):  # a clean replay (``clean.py``): a recorded value
+            return CallRecord(
+                seq, kind, name, key, "replay", entry.seq, entry.ms, None, None, step, started
+            )
+        # a clean live call (``live.py``): recorded, with its ms (an int on a clock of ints)
+        return CallRecord(seq, kind, name, key, "live", None, entry, None, None, step, started)
     call, source, recorded_seq, ms, error, retry_after, code, partial = logged
     return CallRecord(
         call.seq,
