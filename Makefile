@@ -16,7 +16,7 @@ PYTHONS := 3.11 3.13
 # plugin, compiles its modules again, seconds per process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-pythons lint browser bench clean
+.PHONY: demo test test-pythons lint browser servers bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -42,7 +42,7 @@ lint: $(STAMP)
 # The suite runs on two workers (pytest-xdist): CI has two cores. The venvs of every Python
 # and the browser install side by side first (mostly waiting on downloads and the disk).
 test:
-	$(MAKE) --no-print-directory -j 3 --output-sync=target $(STAMP) $(OTHER_VENVS) browser
+	$(MAKE) --no-print-directory -j 3 --output-sync=target $(STAMP) $(OTHER_VENVS) browser servers
 	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -n 2
 	$(MAKE) --no-print-directory test-pythons
@@ -54,6 +54,23 @@ browser:
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  echo "installing Debian's chromium for the browser tests"; \
 	  $$sudo apt-get update -q && $$sudo apt-get install -y -q chromium; }
+
+# Servers and clients nobody here wrote, which the suite records and replays: httpbin (its own
+# venv: on Python 3.11 it pins greenlet below 3, which Playwright cannot use) served by
+# waitress, and from npm the OpenAI Node SDK and the reference filesystem MCP server.
+HTTPBIN := $(VENV)-httpbin/.installed
+NODE_DEPS := tests/node/node_modules/.installed
+
+servers: $(HTTPBIN) $(NODE_DEPS)
+
+$(HTTPBIN):
+	$(PY) -m venv $(VENV)-httpbin
+	$(VENV)-httpbin/bin/python -m pip install --quiet 'httpbin==0.10.4' 'waitress>=3,<4'
+	touch $@
+
+$(NODE_DEPS): tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 # The Python `$(PY)` is, and the others the suite runs on.
 HERE := $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -86,4 +103,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(VENV)-* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-* .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules
