@@ -43,13 +43,14 @@ def test_written_lines_follow_the_format(tmp_path: Path) -> None:
     assert end == {"end": {"calls": 3, "status": "ok", "rules": rules()}}
 
 
-def test_no_wall_clock_timestamps_in_the_file(tmp_path: Path) -> None:
+def test_provider_times_are_placeholders_and_content_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
+    answer = {"created": 1732873000, "text": "yo, it is 2026-11-29T10:25:48Z", "time": 1732873000}
     with fd.Deck(path, mode="record") as deck:
-        deck.call("model", "chat", {"q": "hi"}, lambda: {"created": 1732873000, "text": "yo"})
-    call = json.loads(path.read_text("utf-8").splitlines()[1])
-    assert call["out"]["created"] == 946684800 + 1
-    assert "1732873000" not in path.read_text("utf-8")
+        deck.call("model", "chat", {"q": "hi"}, lambda: answer)
+    header, call, _ = (json.loads(line) for line in path.read_text("utf-8").splitlines())
+    assert call["out"] == {**answer, "created": 946684800 + 1}
+    assert {"created", "created_at", "completed_at", "createTime"} <= set(header["volatile"])
 
 
 def test_load_round_trips_entries(tmp_path: Path) -> None:

@@ -97,7 +97,8 @@ MASKS = (
 )
 FIELDS = (
     *("id", "user_id", "runId", "trace-id", "tool_call_id", "previous_response_id"),
-    *("created", "created_at", "updatedAt", "ts", "start_time", "date", "time"),
+    *("created", "created_at", "completed_at", "createTime", "updatedAt", "ts", "start_time"),
+    *("date", "time", "datetime"),
     *("idempotency_key", "Idempotency-Key", "x-request-id", "request_id", "Authorization"),
     *("cookie", "X-Api-Key", "openai-organization", "dd-api-key"),
     *("password", "client_secret", "apiKey", "api_key", "token", "auth", "privateKey"),

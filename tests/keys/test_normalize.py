@@ -97,23 +97,45 @@ def test_user_rules_run_last_by_name_or_kind_and_name() -> None:
     )
 
 
-def test_output_times_become_placeholders_by_seq() -> None:
+def test_provider_times_become_placeholders_by_seq_and_content_stays() -> None:
     normalizer = Normalizer()
+    content = {
+        "datetime": "2026-11-29T10:25:48+09:00",
+        "time": 1732873000,
+        "updated_at": "2026-11-29T10:25:48Z",
+        "date": "2026-11-29",
+    }
     out = {
         "created": 1732873000,
         "created_at": "2026-11-29T10:25:48.123456+00:00",
-        "choices": [{"text": "at 2026-11-29 noon"}],
+        "choices": [{"text": "at 2026-11-29 noon", "tool_result": content}],
         "usage": {"total_tokens": 1732873000},
     }
     scrubbed = normalizer.scrub_output(out, seq=3)
     assert scrubbed == {
         "created": 946684803,
         "created_at": "2000-01-01T00:00:03.000000+00:00",
-        "choices": [{"text": "at 2026-11-29 noon"}],
+        "choices": [{"text": "at 2026-11-29 noon", "tool_result": content}],
         "usage": {"total_tokens": 1732873000},
     }
-    untouched = {"text": "no times here", "n": [1, 2]}
+    assert scrubbed["choices"] is out["choices"]  # content is not even copied
+    untouched = {"text": "no times here", "at": "2026-11-29T10:25:48Z", "n": [1, 2]}
     assert normalizer.scrub_output(untouched, seq=1) is untouched
+
+
+def test_the_volatile_names_are_the_provider_times_and_the_declared_ones() -> None:
+    declared = frozenset({"trace_id"})
+    assert Normalizer(NormalizeConfig(volatile=declared)).output_volatile == {
+        "created",
+        "created_at",
+        "completed_at",
+        "createTime",
+        "trace_id",
+    }
+    off = Normalizer(NormalizeConfig(volatile=declared, output_times=False))
+    assert off.output_volatile == declared
+    out = {"created": 1732873000, "trace_id": "t-1", "at": "2026-11-29T10:25:48Z"}
+    assert off.scrub_output(out, seq=2) == {**out, "trace_id": "«volatile»"}
 
 
 class RandomIdProvider:

@@ -1,7 +1,8 @@
 """The fused walk that stores a live output, against the three walks it stands for.
 
-``store_output`` must store what ``redact(scrub(out, seq))`` stores, with the ids
-``collect_ids`` finds in that, for any output: the frozen reference's walks are the oracle.
+``store_output`` must store what ``redact(scrub(out, seq, volatile, declared))`` stores,
+with the ids ``collect_ids`` finds in that, for any output: the frozen reference's walks
+are the oracle. Only volatile fields are scrubbed: a date-time anywhere else is content.
 """
 
 from __future__ import annotations
@@ -18,21 +19,39 @@ from hypothesis import strategies as st
 
 import faultdeck as fd
 from faultdeck import ArgumentError
-from faultdeck._keys.outputs import check_json
+from faultdeck._keys.outputs import PROVIDER_TIMES, check_json
 from faultdeck._keys.redact import Redactor
 from faultdeck._keys.stored import NotJSON, store_output
 from tests.keys.reference.ids import collect_ids
+from tests.keys.reference.outputs import PROVIDER_TIMES as REFERENCE_TIMES
 from tests.keys.reference.outputs import scrub
 from tests.keys.reference.redact import Redactor as ReferenceRedactor
 from tests.keys.test_differential import EXTRA, JSON, KEY, LEAF, OUTPUT
 
 
-def reference(out: Any, seq: int, redactor: ReferenceRedactor, scrubs: bool, ids: bool) -> Any:
-    stored = redactor.redact(scrub(out, seq) if scrubs else out)
+def reference(
+    out: Any, seq: int, redactor: ReferenceRedactor, volatile: frozenset[str], ids: bool
+) -> Any:
+    declared = volatile - REFERENCE_TIMES
+    stored = redactor.redact(scrub(out, seq, volatile, declared))
     found: list[str] = []
     if ids:
         collect_ids(stored, None, found)
     return stored, found
+
+
+def test_the_provider_times_are_the_documented_list() -> None:
+    assert PROVIDER_TIMES == REFERENCE_TIMES
+
+
+VOLATILE_SETS = st.sampled_from(
+    [
+        frozenset(),
+        PROVIDER_TIMES,
+        PROVIDER_TIMES | {"nonce", "trace"},
+        frozenset({"nonce", "time", "date"}),  # declared by a project: any value scrubbed
+    ]
+)
 
 
 @pytest.mark.parametrize("extra", [(), EXTRA])
@@ -40,20 +59,29 @@ def reference(out: Any, seq: int, redactor: ReferenceRedactor, scrubs: bool, ids
 @given(
     out=OUTPUT | JSON | st.lists(OUTPUT, max_size=3) | st.tuples(OUTPUT, JSON),
     seq=st.integers(min_value=1, max_value=5000),
-    scrubs=st.booleans(),
+    volatile=VOLATILE_SETS,
     ids=st.booleans(),
 )
 def test_one_walk_stores_what_the_three_walks_store(
-    extra: Any, out: Any, seq: int, scrubs: bool, ids: bool
+    extra: Any, out: Any, seq: int, volatile: frozenset[str], ids: bool
 ) -> None:
-    expected = reference(out, seq, ReferenceRedactor(extra_patterns=extra), scrubs, ids)
-    got = store_output(out, seq, Redactor(extra_patterns=extra), scrub=scrubs, ids=ids)
+    expected = reference(out, seq, ReferenceRedactor(extra_patterns=extra), volatile, ids)
+    declared = volatile - PROVIDER_TIMES
+    got = store_output(
+        out, seq, Redactor(extra_patterns=extra), volatile=volatile, declared=declared, ids=ids
+    )
     # Byte for byte as written (key order and types), and the same ids in the same order.
     assert orjson.dumps(got[0]) == orjson.dumps(expected[0])
     assert got[1] == expected[1]
 
 
-def test_a_stored_output_is_masked_scrubbed_and_its_ids_found() -> None:
+def stored_as(out: Any, seq: int = 3, declared: frozenset[str] = frozenset()) -> Any:
+    """``out`` as a recording with the default rules, plus ``declared``, stores it."""
+    volatile = PROVIDER_TIMES | declared
+    return store_output(out, seq, Redactor(), volatile=volatile, declared=declared, ids=True)
+
+
+def test_a_stored_output_is_masked_its_provider_time_scrubbed_and_its_ids_found() -> None:
     out = {
         "id": "chatcmpl-9x8Yq2ZkT1",
         "created": 1764411948,
@@ -61,12 +89,66 @@ def test_a_stored_output_is_masked_scrubbed_and_its_ids_found() -> None:
         "items": [{"call_id": "call_a1b2c3d4e5f6", "at": "2026-05-01T10:00:00Z"}],
         "pair": ("sk-" + "live" + "Zq7Xw9" * 6, 1),
     }
-    stored, found = store_output(out, 3, Redactor(), scrub=True, ids=True)
+    stored, found = stored_as(out)
     assert stored["created"] == 946684803
     assert "authorization" not in stored
-    assert stored["items"][0]["at"] == "2000-01-01T00:00:03Z"
+    assert stored["items"][0]["at"] == "2026-05-01T10:00:00Z"  # content, as it came
     assert stored["pair"][0].startswith("«redacted:")
     assert found == ["chatcmpl-9x8Yq2ZkT1", "call_a1b2c3d4e5f6"]
+
+
+CONTENT = {
+    "timezone": "Asia/Tokyo",
+    "datetime": "2026-12-06T16:14:01+09:00",
+    "is_dst": False,
+    "time": 1764411948,
+    "date": "2026-12-06",
+    "timestamp": 1764411948123,
+    "updated_at": "2026-12-06 16:14",
+    "text": "2026-12-06T16:14:01+09:00",
+    "events": [{"at": "2026-12-06T07:14:01Z", "ts": 1.7644e9}],
+    "stream": {"events": [{"ms": 3, "data": {"delta": {"content": "2026-12-06T07:14:01Z"}}}]},
+}
+"""A tool's result full of wall-clock values, none of them in a volatile field."""
+
+
+def test_date_times_and_epochs_in_content_are_stored_byte_for_byte() -> None:
+    stored, _ = stored_as(CONTENT)
+    assert orjson.dumps(stored) == orjson.dumps(CONTENT)
+    assert scrub(CONTENT, 3, PROVIDER_TIMES, frozenset()) is CONTENT
+
+
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        (1764411948, 946684803),  # OpenAI's epoch seconds
+        (1764411948.5, 946684803.0),
+        (1764411948123, 946684803000),  # milliseconds
+        ("2023-08-04T08:52:19.385406455-07:00", "2000-01-01T00:00:03.000000000-07:00"),  # Ollama
+        ("2026-12-06", "2000-01-01"),
+        ("soon", "soon"),  # not a time: a provider name scrubs wall-clock values only
+        (3, 3),
+        (None, None),
+        (True, True),
+    ],
+)
+def test_a_provider_time_field_keeps_its_type_and_format(value: Any, placeholder: Any) -> None:
+    for name in sorted(PROVIDER_TIMES):
+        out = {"content": "2026-12-06T16:14:01Z", "nested": [{name: value}]}
+        stored, _ = stored_as(out)
+        assert orjson.dumps(stored["nested"][0][name]) == orjson.dumps(placeholder)
+        assert stored["content"] == "2026-12-06T16:14:01Z"
+
+
+def test_a_declared_volatile_field_is_scrubbed_whatever_it_holds() -> None:
+    out = {"trace": "t-8f3k2", "nonce": 12345, "at": [{"trace": "2026-12-06T16:14:01Z"}]}
+    stored, _ = stored_as(out, 4, frozenset({"trace", "nonce"}))
+    assert stored == {
+        "trace": "«volatile»",
+        "nonce": 0,
+        "at": [{"trace": "2000-01-01T00:00:04Z"}],
+    }
+    assert stored_as(out)[0] == out  # undeclared, the same fields are content
 
 
 # -- the JSON check the walk does as it goes -------------------------------------------------
@@ -86,9 +168,9 @@ MAYBE_JSON = st.recursive(
 
 
 @settings(max_examples=400, deadline=None)
-@given(out=MAYBE_JSON, scrubs=st.booleans(), ids=st.booleans())
+@given(out=MAYBE_JSON, volatile=VOLATILE_SETS, ids=st.booleans())
 def test_the_walk_refuses_exactly_what_check_json_refuses(
-    out: Any, scrubs: bool, ids: bool
+    out: Any, volatile: frozenset[str], ids: bool
 ) -> None:
     try:
         check_json(out, "out")
@@ -96,11 +178,12 @@ def test_the_walk_refuses_exactly_what_check_json_refuses(
         refused = True
     else:
         refused = False
+    declared = volatile - PROVIDER_TIMES
     if refused:
         with pytest.raises(NotJSON):
-            store_output(out, 1, Redactor(), scrub=scrubs, ids=ids)
+            store_output(out, 1, Redactor(), volatile=volatile, declared=declared, ids=ids)
     else:
-        store_output(out, 1, Redactor(), scrub=scrubs, ids=ids)
+        store_output(out, 1, Redactor(), volatile=volatile, declared=declared, ids=ids)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +222,7 @@ def test_a_recording_stores_each_answer_on_its_own_line_with_its_own_ids(tmp_pat
     lines = [orjson.loads(line) for line in cassette.read_bytes().splitlines()[1:-1]]
     assert [line["seq"] for line in lines] == [1, 2, 3, 4]
     for line, out in zip(lines, outs, strict=True):
-        stored, found = store_output(out, line["seq"], Redactor(), scrub=True, ids=True)
+        stored, found = stored_as(out, line["seq"])
         assert line["out"] == stored
         assert line["ids"] == found
     assert [line["ids"] for line in lines] == [
@@ -149,3 +232,4 @@ def test_a_recording_stores_each_answer_on_its_own_line_with_its_own_ids(tmp_pat
         ["chatcmpl-7a6B5c4D3e2"],
     ]
     assert lines[0]["out"]["created"] != lines[3]["out"]["created"]  # each call's own seq
+    assert lines[1]["out"]["at"] == "2026-05-01T10:00:00Z"  # content, as it came

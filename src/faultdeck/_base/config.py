@@ -69,7 +69,9 @@ class Settings:
             unset, a ``cassettes`` folder beside each test file.
         mode: the default mode, if the project sets one.
         match: ``keyed`` or ``strict``.
-        volatile: field names whose values are volatile.
+        volatile: field names whose values are volatile: stored as placeholders, at any
+            depth, in args and answers (the answers' wall-clock placeholders derived from the
+            call's seq), named in a new cassette's header and ignored by diffs.
         strip_headers: extra header or field names to strip before hashing.
         redact_patterns: extra ``(name, regex)`` redaction patterns.
         normalizers: per-call rules as ``name -> "module:function"``.

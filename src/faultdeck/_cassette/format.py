@@ -277,7 +277,9 @@ class Header:
         match: ``keyed`` or ``strict``, as recorded.
         harness: ``{"git_sha": …, "dirty": …}`` of the program that recorded it.
         env: hashes of selected environment values at recording time.
-        volatile: field names declared volatile (ignored by diffs).
+        volatile: the field names whose values were stored as placeholders: the provider
+            metadata that holds an answer's wall-clock time and the project's declared
+            ``volatile`` (ignored by diffs). Older cassettes list only the declared ones.
         extra: any other fields, kept as they were.
     """
 

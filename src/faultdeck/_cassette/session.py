@@ -57,7 +57,8 @@ def make_header(
         match: the deck's matching, ``keyed`` or ``strict``.
         root: the project root whose git commit is recorded.
         environ: where ``LANG``, ``TZ`` and ``PYTHONHASHSEED`` are read (and hashed).
-        volatile: the fields normalized away before keys are made.
+        volatile: the field names whose values the answers store as placeholders
+            (``Normalizer.output_volatile``); diffs ignore them.
         parent: a fork's ``{"path", "at", "sha256"}``: the cassette it replayed its first
             calls from, up to which seq, and the sha256 of that file's bytes.
     """

@@ -182,8 +182,8 @@ class Answering:
     # -- answers the caller assembled ------------------------------------------------------
 
     def store(self, result: Result, value: Any) -> Any:
-        """``value`` as the cassette stores it: wall-clock values replaced by placeholders
-        (outputs and streams), then redacted (a stream on the text its deltas join into)."""
+        """``value`` as the cassette stores it: volatile fields made placeholders (outputs
+        and streams), then redacted (a stream on the text its deltas join into)."""
         redactor = self._run.redactor
         if result == "error":
             return redactor.redact(value)

@@ -104,7 +104,7 @@ class Opening:
                 match=self._match,
                 root=self._root,
                 environ=self._environ,
-                volatile=self.normalizer.config.volatile,
+                volatile=self.normalizer.output_volatile,
                 parent=parent,
             )
             rules = self.normalizer.fingerprint

@@ -146,7 +146,12 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         self.normalizer = normalizer
         self.redactor = redactor
         rules = normalizer.config
-        self.store_output: Store = output_store(redactor, scrub=rules.output_times, ids=rules.ids)
+        self.store_output: Store = output_store(
+            redactor,
+            volatile=normalizer.output_volatile,
+            declared=frozenset(rules.volatile),
+            ids=rules.ids,
+        )
         self.allow_side_effects = allow_side_effects
         self._seq = 0
         self.ids = IdMap()

@@ -9,9 +9,11 @@ any. Numbers, booleans and every other string are left as they are: semantic arg
 (filters, limits, queries) are never touched.
 
 On outputs: ids are learned (so an id returned at step 3 and sent again at step 4 gets the
-same placeholder in both runs), and wall-clock values are replaced by same-type placeholders
-that depend only on the call's ``seq``, so re-recordings diff cleanly and SDK parsers still
-accept the replayed bodies.
+same placeholder in both runs), and the values of volatile fields, and nothing else, are
+stored as same-type placeholders that depend only on the call's ``seq`` (the provider
+metadata that holds an answer's wall-clock time, ``outputs.PROVIDER_TIMES``, and the
+declared ``volatile``), so re-recordings diff cleanly and SDK parsers still accept the
+replayed bodies. What an output holds besides is content, stored as it came.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .outputs import (
     EPOCH_MS,
     EPOCH_S,
     INT_LIMIT,
+    PROVIDER_TIMES,
     is_epoch,
     is_time_field,
     locate,
@@ -86,10 +89,12 @@ class NormalizeConfig:
         ids: rename volatile ids to ``«id:N»``.
         timestamps: replace date-times in args with ``«ts»`` and epoch numbers under
             time-named fields with 0.
-        volatile: extra field names whose values are volatile; replaced by same-type
-            placeholders in args and ignored by diffs.
+        volatile: extra field names whose values are volatile: replaced by same-type
+            placeholders in args and outputs, at any depth, and ignored by diffs.
         root: the project root; absolute paths below it are made relative. ``None`` to keep.
-        output_times: replace wall-clock values in outputs by seq-based placeholders.
+        output_times: store the provider metadata that holds an answer's wall-clock time
+            (``created``, ``created_at``, …: ``outputs.PROVIDER_TIMES``) as seq-based
+            placeholders. A date-time anywhere else in an output is content, never replaced.
         rules: per-call user rules, keyed by ``name`` or ``kind:name``, each taking the
             normalized args and returning the args to hash and store.
     """
@@ -112,6 +117,9 @@ class Normalizer:
             key is made from what is stored); ``None`` to normalize only.
 
     Attributes:
+        output_volatile: the field names whose values outputs store as placeholders, at any
+            depth: ``outputs.PROVIDER_TIMES`` (unless ``output_times`` is off) and the
+            declared ``volatile``. A cassette's header lists them.
         root_json: the project root's path prefix (with its separator) as JSON writes it
             inside a string, escapes and all; ``None`` without a root.
     """
@@ -123,6 +131,7 @@ class Normalizer:
         "_plain",
         "_redacting",
         "_redactor",
+        "output_volatile",
         "root_json",
     )
 
@@ -136,6 +145,8 @@ class Normalizer:
         self._plain = self._make_walk(None)
         self._redacting = self._make_walk(redactor) if redactor is not None else self._plain
         self._fingerprint = _fingerprint(config)
+        times = PROVIDER_TIMES if config.output_times else frozenset()
+        self.output_volatile: frozenset[str] = times | frozenset(config.volatile)
         prefix = (config.root.rstrip(os.sep) + os.sep) if config.root else None
         self.root_json = orjson.dumps(prefix)[1:-1] if prefix is not None else None
 
@@ -332,13 +343,12 @@ class Normalizer:
         return found
 
     def scrub_output(self, out: Any, seq: int) -> Any:
-        """Return ``out`` with wall-clock values replaced by placeholders derived from ``seq``.
+        """Return ``out`` with the values of its volatile fields (``output_volatile``)
+        replaced by placeholders derived from ``seq``, and nothing else.
 
         Returns ``out`` itself when nothing changed.
         """
-        if not self._config.output_times:
-            return out
-        return scrub(out, seq)
+        return scrub(out, seq, self.output_volatile, frozenset(self._config.volatile))
 
 
 def _fingerprint(config: NormalizeConfig) -> str:

@@ -1,9 +1,11 @@
-"""Outputs as the cassette stores them: checked as JSON, wall-clock values made placeholders.
+"""Outputs as the cassette stores them: checked as JSON, volatile fields made placeholders.
 
 ``check_json`` names the first value JSON cannot hold (``_locate`` also names one in args,
-for the normalizer); ``scrub`` replaces wall-clock values in an output by placeholders that
-depend only on the call's ``seq``, keeping their type and format, so re-recordings diff
-cleanly and SDK parsers still accept replayed bodies.
+for the normalizer). ``scrub`` stores the values of volatile fields, and only those, as
+placeholders that depend only on the call's ``seq``: the provider metadata that holds an
+answer's wall-clock time (``PROVIDER_TIMES``) and the fields a project declares volatile.
+Everything else an output holds (a tool's result, a message's text, a date-time anywhere
+else) is content, stored as it came.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ EPOCH_MS = (1e12, 4e12)
 PLACEHOLDER_EPOCH = 946684800
 INT_LIMIT = 2**63
 
+PROVIDER_TIMES = frozenset({"created", "created_at", "completed_at", "createTime"})
+"""Provider metadata that holds the wall-clock time an answer was made: ``created``
+(OpenAI chat completions and chunks, and the providers that answer in their shape),
+``created_at`` and ``completed_at`` (OpenAI Responses, Ollama), ``createTime`` (Gemini on
+Vertex AI). Volatile in outputs, at any depth, unless ``NormalizeConfig.output_times`` is off."""
+
 
 def is_time_field(name: str) -> bool:
     """Whether a field name conventionally holds a wall-clock value."""
@@ -38,10 +46,43 @@ def is_epoch(value: float) -> bool:
     return EPOCH_S[0] <= value < EPOCH_S[1] or EPOCH_MS[0] <= value < EPOCH_MS[1]
 
 
-def scrub(out: Any, seq: int) -> Any:
-    """``out`` with wall-clock values replaced by placeholders derived from ``seq``; ``out``
-    itself when nothing changed."""
-    return _scrub(out, None, PLACEHOLDER_EPOCH + seq)
+def scrub(out: Any, seq: int, volatile: frozenset[str], declared: frozenset[str]) -> Any:
+    """``out`` with the values of its volatile fields, at any depth, stored as placeholders
+    derived from ``seq`` (``stand_in``); ``out`` itself when nothing changed.
+
+    Args:
+        out: the output.
+        seq: the call's seq.
+        volatile: the field names whose values are volatile (``Normalizer.output_volatile``).
+        declared: those of them the project declared (``NormalizeConfig.volatile``).
+    """
+    if not volatile:
+        return out
+    return _scrub(out, None, PLACEHOLDER_EPOCH + seq, volatile, declared)
+
+
+def stand_in(value: Any, declared: bool, stamp: int) -> Any:
+    """What a volatile field's value is stored as, keeping its type and format so that SDK
+    parsers accept it on replay: a wall-clock value (epoch seconds or milliseconds, a
+    date-time string, a date) as the time ``stamp`` (seconds since 1970) in the same form; any
+    other string or number as ``«volatile»`` or 0 when the project ``declared`` the field, as
+    it is otherwise (a provider's ``created`` that is no time); anything else as it is."""
+    cls = type(value)
+    if cls is str:
+        if len(value) >= 16:
+            match = _DATETIME.fullmatch(value)
+            if match is not None:
+                return _format_stamp(stamp, match)
+        if len(value) == 10 and _DATE.fullmatch(value):
+            return "2000-01-01"
+        return "«volatile»" if declared else value
+    if cls is int or cls is float:
+        if EPOCH_S[0] <= value < EPOCH_S[1]:
+            return cls(stamp)
+        if EPOCH_MS[0] <= value < EPOCH_MS[1]:
+            return cls(stamp * 1000)
+        return cls(0) if declared else value
+    return value
 
 
 def check_json(value: Any, where: str) -> None:
@@ -120,33 +161,33 @@ def locate(value: Any, path: str, skip: Callable[[str], bool] | None) -> Any:
     return None
 
 
-def _scrub(value: Any, field_name: str | None, stamp: int) -> Any:
+def _scrub(
+    value: Any, name: str | None, stamp: int, volatile: frozenset[str], declared: frozenset[str]
+) -> Any:
     cls = type(value)
     if cls is dict:
         changed = False
         result: dict[str, Any] = {}
         for k, v in value.items():
-            new = _scrub(v, k, stamp)
+            new = _scrub(v, k, stamp, volatile, declared)
             changed = changed or new is not v
             result[k] = new
         return result if changed else value
     if cls is list:
-        items = [_scrub(v, field_name, stamp) for v in value]
+        items = [_scrub(v, name, stamp, volatile, declared) for v in value]
         if any(new is not old for new, old in zip(items, value, strict=True)):
             return items
         return value
-    if cls is str:
-        return scrub_string(value, field_name, stamp)
-    if (cls is int or cls is float) and field_name is not None and is_time_field(field_name):
-        if EPOCH_S[0] <= value < EPOCH_S[1]:
-            return cls(stamp)
-        if EPOCH_MS[0] <= value < EPOCH_MS[1]:
-            return cls(stamp * 1000)
+    if name in volatile:
+        new = stand_in(value, name in declared, stamp)
+        return value if new == value and type(new) is type(value) else new
     return value
 
 
 def scrub_string(value: str, field_name: str | None, stamp: int) -> str:
-    """One string of an output as ``scrub`` leaves it, under ``field_name``."""
+    """``value`` with its wall-clock time set aside, for comparing answers recorded at other
+    times (``faultdeck drift``), never for storing one: a date-time anywhere, and a date under
+    a time-named field (``is_time_field``), as the time ``stamp`` in the same format."""
     if len(value) >= 16:
         match = _DATETIME.fullmatch(value)
         if match is not None:

@@ -1,13 +1,14 @@
 """A live output as the cassette stores it, in one walk: the recording's hot path.
 
 Storing an output used to take four walks over it, one per rule: a check that JSON can
-hold it (``outputs.check_json``), wall-clock values made placeholders (``outputs.scrub``),
+hold it (``outputs.check_json``), volatile fields made placeholders (``outputs.scrub``),
 secrets masked (``Redactor.redact``), then the ids it hands out found in what is stored
 (``ids.collect_ids``). ``store_output`` applies the four at each value as it passes (a
 run makes its walk once: ``output_store``), and gives the same result: ``NotJSON`` where
 ``check_json`` finds a value JSON cannot hold (it then names it), else the stored value
-equal to ``redact(scrub(out, seq))`` and the ids equal to ``collect_ids`` of it. Tuples,
-which ``scrub`` and ``collect_ids`` pass over as they are, get only the redactor's walk.
+equal to ``redact(scrub(out, seq, volatile, declared))`` and the ids equal to
+``collect_ids`` of it. Tuples, which ``scrub`` and ``collect_ids`` pass over as they are,
+get only the redactor's walk.
 """
 
 from __future__ import annotations
@@ -18,15 +19,7 @@ from typing import Any
 
 from .ids import looks_like_id
 from .names import DROP, SECRET
-from .outputs import (
-    EPOCH_MS,
-    EPOCH_S,
-    INT_LIMIT,
-    PLACEHOLDER_EPOCH,
-    is_json,
-    is_time_field,
-    scrub_string,
-)
+from .outputs import INT_LIMIT, PLACEHOLDER_EPOCH, is_json, stand_in
 from .redact import Redactor, secret_number
 from .secrets import MIN_SECRET_LEN, mask
 
@@ -40,7 +33,13 @@ Store = Callable[[Any, int], tuple[Any, list[str]]]
 
 
 def store_output(
-    out: Any, seq: int, redactor: Redactor, *, scrub: bool, ids: bool
+    out: Any,
+    seq: int,
+    redactor: Redactor,
+    *,
+    volatile: frozenset[str],
+    declared: frozenset[str],
+    ids: bool,
 ) -> tuple[Any, list[str]]:
     """``out`` as stored, and the ids a later call may send back, in order of appearance.
 
@@ -49,15 +48,19 @@ def store_output(
 
     Args:
         out: the output.
-        seq: the call's seq, which the wall-clock placeholders derive from.
+        seq: the call's seq, which the placeholders derive from.
         redactor: masks secrets and drops credential fields.
-        scrub: replace wall-clock values (``NormalizeConfig.output_times``).
+        volatile: the field names whose values are stored as placeholders, at any depth
+            (``Normalizer.output_volatile``); nothing else is.
+        declared: those of them the project declared (``NormalizeConfig.volatile``).
         ids: find the ids (``NormalizeConfig.ids``); none are found otherwise.
     """
-    return output_store(redactor, scrub=scrub, ids=ids)(out, seq)
+    return output_store(redactor, volatile=volatile, declared=declared, ids=ids)(out, seq)
 
 
-def output_store(redactor: Redactor, *, scrub: bool, ids: bool) -> Store:  # noqa: C901 - one walk
+def output_store(  # noqa: C901 - one walk
+    redactor: Redactor, *, volatile: frozenset[str], declared: frozenset[str], ids: bool
+) -> Store:
     """``store_output`` under these rules, made once (a recording run's, ``Run.store_output``):
     its walk, every rule inlined, is built here and not at every call (the hot path of
     recording)."""
@@ -68,10 +71,10 @@ def output_store(redactor: Redactor, *, scrub: bool, ids: bool) -> Store:  # noq
         cls = type(value)
         if cls is str:
             # Each rule only where it may change the string (its own first test, inlined):
-            # a date-time has 16 characters or more and a date 10; a secret's shape 15 or
-            # more, unless under a secret field's name or a project's pattern.
-            if scrub and (len(value) >= 16 or len(value) == 10):
-                value = scrub_string(value, name, stamp)
+            # a volatile field's by its name; a secret's shape 15 characters or more,
+            # unless under a secret field's name or a project's pattern.
+            if name in volatile:
+                value = stand_in(value, name in declared, stamp)
             if secret or extras or len(value) >= MIN_SECRET_LEN:
                 value = leaf(value, secret)
             if ids and len(value) >= 8 and looks_like_id(value, name):
@@ -96,23 +99,20 @@ def output_store(redactor: Redactor, *, scrub: bool, ids: bool) -> Store:  # noq
         if cls is int:
             if not -INT_LIMIT <= value < INT_LIMIT:
                 raise NotJSON
+            if name in volatile:
+                value = stand_in(value, name in declared, stamp)
             if secret and secret_number(value):
                 return mask(str(value))
-        elif cls is float:
+            return value
+        if cls is float:
             if not math.isfinite(value):
                 raise NotJSON
-        elif cls is tuple:
+            return stand_in(value, name in declared, stamp) if name in volatile else value
+        if cls is tuple:
             if not is_json(value):
                 raise NotJSON
             return walk_other(value, secret)
-        else:
-            raise NotJSON
-        if scrub and name is not None and is_time_field(name):
-            if EPOCH_S[0] <= value < EPOCH_S[1]:
-                return cls(stamp)
-            if EPOCH_MS[0] <= value < EPOCH_MS[1]:
-                return cls(stamp * 1000)
-        return value
+        raise NotJSON
 
     def store(out: Any, seq: int) -> tuple[Any, list[str]]:
         found: list[str] = []

@@ -36,7 +36,7 @@ from .ids import (
     is_id_field,
 )
 from .names import CREDENTIAL_FIELDS, DROP, SECRET
-from .outputs import INT_LIMIT, is_epoch, is_time_field, locate, scrub
+from .outputs import INT_LIMIT, PROVIDER_TIMES, is_epoch, is_time_field, locate, scrub
 from .redact import Redactor
 
 Rule = Callable[[Any], Any]
@@ -72,7 +72,8 @@ class NormalizeConfig:
         volatile: extra field names whose values are volatile; replaced by same-type
             placeholders in args and ignored by diffs.
         root: the project root; absolute paths below it are made relative. ``None`` to keep.
-        output_times: replace wall-clock values in outputs by seq-based placeholders.
+        output_times: replace the provider's wall-clock metadata (``PROVIDER_TIMES``) in
+            outputs by seq-based placeholders.
         rules: per-call user rules, keyed by ``name`` or ``kind:name``, each taking the
             normalized args and returning the args to hash and store.
     """
@@ -246,10 +247,12 @@ class Normalizer:
         return found
 
     def scrub_output(self, out: Any, seq: int) -> Any:
-        """Return ``out`` with wall-clock values replaced by placeholders derived from ``seq``.
+        """Return ``out`` with the values of volatile fields (the provider's wall-clock
+        metadata unless ``output_times`` is off, and the declared ``volatile``) replaced by
+        placeholders derived from ``seq``; nothing else.
 
         Returns ``out`` itself when nothing changed.
         """
-        if not self._config.output_times:
-            return out
-        return scrub(out, seq)
+        declared = frozenset(self._config.volatile)
+        times = PROVIDER_TIMES if self._config.output_times else frozenset()
+        return scrub(out, seq, times | declared, declared)

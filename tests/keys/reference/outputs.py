@@ -26,6 +26,7 @@ EPOCH_MS = (1e12, 4e12)
 # 2000-01-01T00:00:00Z: placeholders count seconds from here by seq.
 PLACEHOLDER_EPOCH = 946684800
 INT_LIMIT = 2**63
+PROVIDER_TIMES = frozenset({"created", "created_at", "completed_at", "createTime"})
 
 
 def is_time_field(name: str) -> bool:
@@ -38,10 +39,11 @@ def is_epoch(value: float) -> bool:
     return EPOCH_S[0] <= value < EPOCH_S[1] or EPOCH_MS[0] <= value < EPOCH_MS[1]
 
 
-def scrub(out: Any, seq: int) -> Any:
-    """``out`` with wall-clock values replaced by placeholders derived from ``seq``; ``out``
-    itself when nothing changed."""
-    return _scrub(out, None, PLACEHOLDER_EPOCH + seq)
+def scrub(out: Any, seq: int, volatile: frozenset[str], declared: frozenset[str]) -> Any:
+    """``out`` with the values of the fields named in ``volatile`` replaced by placeholders
+    derived from ``seq`` (any scalar under a ``declared`` name, only wall-clock values under
+    the others); ``out`` itself when nothing changed."""
+    return _scrub(out, None, PLACEHOLDER_EPOCH + seq, volatile, declared)
 
 
 def check_json(value: Any, where: str) -> None:
@@ -94,43 +96,48 @@ def locate(value: Any, path: str, skip: Callable[[str], bool] | None) -> Any:
     return None
 
 
-def _scrub(value: Any, field_name: str | None, stamp: int) -> Any:
+def _scrub(
+    value: Any,
+    field_name: str | None,
+    stamp: int,
+    volatile: frozenset[str],
+    declared: frozenset[str],
+) -> Any:
     cls = type(value)
     if cls is dict:
         changed = False
         result: dict[str, Any] = {}
         for k, v in value.items():
-            new = _scrub(v, k, stamp)
+            new = _scrub(v, k, stamp, volatile, declared)
             changed = changed or new is not v
             result[k] = new
         return result if changed else value
     if cls is list:
-        items = [_scrub(v, field_name, stamp) for v in value]
+        items = [_scrub(v, field_name, stamp, volatile, declared) for v in value]
         if any(new is not old for new, old in zip(items, value, strict=True)):
             return items
         return value
+    if field_name is None or field_name not in volatile:
+        return value
+    return _stand_in(value, field_name in declared, stamp)
+
+
+def _stand_in(value: Any, declared: bool, stamp: int) -> Any:
+    cls = type(value)
     if cls is str:
-        return _scrub_string(value, field_name, stamp)
-    if (cls is int or cls is float) and field_name is not None and is_time_field(field_name):
+        if len(value) >= 16:
+            match = _DATETIME.fullmatch(value)
+            if match is not None:
+                return _format_stamp(stamp, match)
+        if len(value) == 10 and _DATE.fullmatch(value):
+            return "2000-01-01"
+        return "«volatile»" if declared else value
+    if cls is int or cls is float:
         if EPOCH_S[0] <= value < EPOCH_S[1]:
             return cls(stamp)
         if EPOCH_MS[0] <= value < EPOCH_MS[1]:
             return cls(stamp * 1000)
-    return value
-
-
-def _scrub_string(value: str, field_name: str | None, stamp: int) -> str:
-    if len(value) >= 16:
-        match = _DATETIME.fullmatch(value)
-        if match is not None:
-            return _format_stamp(stamp, match)
-    if (
-        field_name is not None
-        and len(value) == 10
-        and is_time_field(field_name)
-        and _DATE.fullmatch(value)
-    ):
-        return "2000-01-01"
+        return cls(0) if declared else value
     return value
 
 
