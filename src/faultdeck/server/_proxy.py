@@ -55,13 +55,26 @@ _NOT_FORWARDED = frozenset(
         "trailer",
         "proxy-authorization",
         "proxy-connection",
-        "accept-encoding",
         "cookie",
     }
 )
-_NOT_RELAYED = frozenset(
-    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+# Headers of one hop, never relayed to the client: the framing is this server's own.
+_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
 )
+# A body held whole is sent as httpx decoded it, with its own length.
+_WHOLE = frozenset({b"content-encoding", b"content-length"})
+# Statuses whose answer has no body, so no length either (RFC 9110 8.6).
+_NO_BODY = frozenset({204, 304})
 # Never reached the upstream: nothing was recorded, the client is told so (502).
 _UNREACHED = (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)
 _PROVIDER_ROOT = "v1"
@@ -156,7 +169,11 @@ class Decks:
         # A replayed stream comes as it was recorded: its first event late, the rest paced.
         transport = AsyncTransport(deck, httpx=httpx, transport=inner, stream_timing=True)
         timeout = httpx.Timeout(None, connect=10.0)
-        return _Opened(deck, httpx.AsyncClient(transport=transport, timeout=timeout), made)
+        client = httpx.AsyncClient(transport=transport, timeout=timeout)
+        # The upstream gets the client's headers, not httpx's defaults: an Accept-Encoding
+        # the client never sent would bring it a body compressed it cannot read.
+        client.headers.clear()
+        return _Opened(deck, client, made)
 
     async def close(self) -> None:
         """Close every deck (its end line, its lock) and its client."""
@@ -282,7 +299,7 @@ async def proxy(request: Request) -> Response:
         return Relayed(None)  # a timeout, a reset, a crash: the connection drops
     except FaultdeckError as exc:
         return _opening_error(exc)
-    return Relayed(answer)
+    return Relayed(answer, request.method)
 
 
 def _forwarded(header: str) -> bool:
@@ -291,22 +308,31 @@ def _forwarded(header: str) -> bool:
 
 
 class Relayed(Response):
-    """The upstream's (or the cassette's) answer relayed as it comes; a stream chunk by
-    chunk. ``None``, or a stream that breaks, drops the connection before the answer is
-    complete, as a reset would.
+    """The upstream's (or the cassette's) answer relayed as the transport gives it: its
+    status, its headers as their bytes (but those of one hop), its body as bytes, never
+    re-encoded. A stream (SSE or not) goes chunk by chunk as the transport yields it, its
+    bytes raw, with the ``content-encoding`` and ``content-length`` they came with. A body
+    the transport made whole (a replay, an answer it read) goes as httpx decoded it, with
+    its own length. ``None``, or a stream that breaks, drops the connection before the
+    answer is complete, as a reset would.
+
+    Args:
+        answer: the transport's response, sent with ``stream=True`` and not read yet.
+        method: the request's method: a ``HEAD`` answer keeps the length it was given.
     """
 
-    def __init__(self, answer: httpx.Response | None) -> None:
+    def __init__(self, answer: httpx.Response | None, method: str = "GET") -> None:
         self.answer = answer
+        self.method = method
         self.status_code = 200 if answer is None else answer.status_code
         self.background = None
         self.raw_headers = (
             []
             if answer is None
             else [
-                (k.lower().encode("latin-1"), v.encode("latin-1"))
-                for k, v in answer.headers.multi_items()
-                if k.lower() not in _NOT_RELAYED
+                (name.lower(), value)
+                for name, value in answer.headers.raw
+                if name.lower() not in _HOP
             ]
         )
 
@@ -316,11 +342,13 @@ class Relayed(Response):
             await send({"type": "http.response.start", "status": 200, "headers": []})
             return
         try:
-            streamed = "text/event-stream" in answer.headers.get("content-type", "")
             headers = list(self.raw_headers)
-            if not streamed:
+            # A response made from bytes (a replay, a live answer read whole) was read as
+            # it was made; a stream was not, and is relayed as it comes.
+            if answer.is_stream_consumed:
                 content = await answer.aread()
-                headers.append((b"content-length", str(len(content)).encode()))
+                headers = [pair for pair in headers if pair[0] not in _WHOLE]
+                headers.extend(self._length(answer, content))
                 start = {"type": "http.response.start", "status": self.status_code}
                 await send({**start, "headers": headers})
                 await send({"type": "http.response.body", "body": content})
@@ -329,9 +357,23 @@ class Relayed(Response):
                 {"type": "http.response.start", "status": self.status_code, "headers": headers}
             )
             async for chunk in answer.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if chunk:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except httpx.TransportError:
             return  # the stream broke off (a cut, a reset): the connection drops with it
         finally:
             await answer.aclose()
         await send({"type": "http.response.body", "body": b""})
+
+    def _length(self, answer: httpx.Response, content: bytes) -> list[tuple[bytes, bytes]]:
+        """The ``content-length`` to send with a body held whole: its own, but none for a
+        status that has no body, and the one the answer carries for a ``HEAD``."""
+        if self.status_code in _NO_BODY or self.status_code < 200:
+            return []
+        if self.method == "HEAD":
+            return [
+                (b"content-length", v)
+                for k, v in answer.headers.raw
+                if k.lower() == b"content-length"
+            ]
+        return [(b"content-length", b"%d" % len(content))]
