@@ -2,8 +2,9 @@
 client on an ``httpx2.AsyncClient`` whose transport is faultdeck's, against the real weather
 server on 127.0.0.1. The server's ``mcp-session-id`` answer header is what makes the client
 open its GET stream and send its DELETE, so replay takes the recorded path only if the
-header is kept; the GET stream's end keeps its place among the requests. Other protocols'
-headers are kept with ``keep_response_headers=``, redacted like every recorded value.
+header is kept; the GET stream's end keeps its place among the requests. Every other
+answer header is kept too (but the hop-by-hop ones and ``date``), redacted like every
+recorded value.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 import faultdeck as fd
-from faultdeck import ConfigError
 from faultdeck.http import AsyncTransport, Transport
 from tests.mcp.servers import http_server
 from tests.support.fake_upstream import Upstream
@@ -173,13 +173,12 @@ def custom_app() -> Starlette:
     return Starlette(routes=[Route("/thing", custom), Route("/events", custom_stream)])
 
 
-def test_keep_response_headers_records_more_headers_redacted(tmp_path: Path) -> None:
+def test_every_answer_header_is_recorded_redacted(tmp_path: Path) -> None:
     path = tmp_path / "custom.jsonl"
-    keep = ("X-Custom", "x-leak")  # any case
     with Upstream(app=custom_app()) as up:
         with fd.Deck(path, mode="record") as deck:
             with httpx2.Client(
-                transport=Transport(deck, httpx=httpx2, keep_response_headers=keep)
+                transport=Transport(deck, httpx=httpx2)
             ) as client:
                 base = up.url
                 live = client.get(f"{base}/thing")
@@ -190,20 +189,19 @@ def test_keep_response_headers_records_more_headers_redacted(tmp_path: Path) -> 
     data = path.read_bytes()
     assert LEAKED.encode() not in data
     assert b"redacted:sha256:" in data
-    assert b"left-out" not in data
     headers = [answer(row)["headers"] for row in lines(path)]
     assert headers[0]["x-custom"] == "shard-7"
     assert headers[0]["x-leak"].startswith("token=\u00abredacted:sha256:")
     assert headers[1]["x-custom"] == "shard-8"  # a stream's headers too
     assert headers[1]["x-leak"].startswith("token=\u00abredacted:sha256:")
-    assert "x-other" not in headers[0]
-    assert "x-other" not in headers[1]
+    assert headers[0]["x-other"] == "left-out"  # no header is left out but the denylist's
+    assert headers[1]["x-other"] == "left-out"
+    assert "date" not in headers[0]
+    assert "content-length" not in headers[0]  # made again from the body on replay
 
     async def replay() -> tuple[httpx2.Response, httpx2.Response]:
         with fd.Deck(path, mode="replay") as deck:
-            transport = AsyncTransport(
-                deck, httpx=httpx2, transport=NetworkGuard(), keep_response_headers=keep
-            )
+            transport = AsyncTransport(deck, httpx=httpx2, transport=NetworkGuard())
             async with httpx2.AsyncClient(transport=transport) as client:
                 thing = await client.get(f"{base}/thing")
                 events = await client.get(f"{base}/events")
@@ -212,22 +210,8 @@ def test_keep_response_headers_records_more_headers_redacted(tmp_path: Path) -> 
     thing, events = asyncio.run(replay())
     assert thing.headers["x-custom"] == "shard-7"
     assert thing.headers["x-leak"] == headers[0]["x-leak"]  # the mask, sent as UTF-8
+    assert thing.headers["x-other"] == "left-out"
     assert thing.json() == {"ok": True}
     assert events.headers["x-custom"] == "shard-8"
     assert events.headers["x-leak"] == headers[1]["x-leak"]
     assert events.text == 'data: {"n":1}\n\ndata: {"n":2}\n\n'  # parsed JSON, re-sent
-
-
-def test_without_the_option_other_headers_are_not_recorded(tmp_path: Path) -> None:
-    path = tmp_path / "plain.jsonl"
-    with Upstream(app=custom_app()) as up:
-        with fd.Deck(path, mode="record") as deck:
-            with httpx2.Client(transport=Transport(deck, httpx=httpx2)) as client:
-                assert client.get(f"{up.url}/thing").headers["x-custom"] == "shard-7"
-    assert answer(lines(path)[0])["headers"] == {"content-type": "application/json"}
-
-
-def test_one_string_for_the_option_is_refused(tmp_path: Path) -> None:
-    deck = fd.Deck(tmp_path / "unused.jsonl", mode="record")
-    with pytest.raises(ConfigError, match=r"keep_response_headers=\('x-custom',\)"):
-        AsyncTransport(deck, httpx=httpx2, keep_response_headers="x-custom")

@@ -13,9 +13,13 @@ from typing import Any
 
 from .._base.errors import CassetteCorrupt
 from .._keys.canonical import KINDS, SCHEMA_DEFAULT
+from .bodies import BINARY, BodyError, answer_bytes, binary_problem
 from .format import RESULT_FIELDS, Entry, HeldEntry, Intent
 
 RESTORE = "restore it from version control or re-record it"
+# Binary bodies shorter than this are decoded as their line is checked; a longer one (a line
+# the reader parses whole) where the reader keeps its bytes.
+_DECODE_BELOW = 2048
 
 
 # The kinds as shared strings: each line's kind is read as the one of these it equals, so a
@@ -208,10 +212,45 @@ def http_answer_problem(value: Any, *, body: bool) -> str | None:
     if type(value.get("status")) is not int:
         return "an HTTP answer needs an integer 'status'"
     headers = value.get("headers")
-    if type(headers) is not dict or not all(type(v) is str for v in headers.values()):
-        return "an HTTP answer needs 'headers', an object of strings"
-    if body and "body" not in value:
+    if type(headers) is not dict or not all(
+        type(v) is str or (type(v) is list and all(type(s) is str for s in v))
+        for v in headers.values()
+    ):
+        return "an HTTP answer needs 'headers', an object of strings (or lists of strings)"
+    if not body:
+        return None
+    if "body" not in value:
         return "an HTTP answer needs a 'body'"
+    if BINARY in value:
+        problem = binary_problem(value)
+        if problem is not None:
+            return problem
+        # A long body is decoded once, where the reader keeps its bytes (``Recording.bodies``).
+        if len(value["body"]) < _DECODE_BELOW:
+            try:
+                answer_bytes(value)
+            except BodyError as exc:
+                return str(exc)
+    chunks = value.get("chunks")
+    return None if chunks is None else _chunks_problem(chunks, value)
+
+
+def _chunks_problem(chunks: Any, value: dict[str, Any]) -> str | None:
+    """What keeps ``chunks`` from splitting a stored body into timed pieces, if anything."""
+    if type(chunks) is not list or not all(
+        type(c) is dict and type(c.get("ms")) in (int, float) and type(c.get("bytes")) is int
+        for c in chunks
+    ):
+        return "'chunks' is a list of objects with 'ms' and 'bytes'"
+    body = value["body"]
+    if BINARY in value:
+        size = value[BINARY]["size"]
+    elif type(body) is str:
+        size = len(body.encode())
+    else:
+        return "a body split into 'chunks' is text or binary"
+    if sum(c["bytes"] for c in chunks) != size:
+        return f"'chunks' add up to {sum(c['bytes'] for c in chunks)} bytes, the body has {size}"
     return None
 
 

@@ -29,6 +29,7 @@ from .._base.errors import (
     warn,
 )
 from . import held, store
+from .bodies import BodyError, answer_bytes
 from .format import (
     FORMAT_VERSION,
     RESULT_FIELDS,
@@ -36,7 +37,6 @@ from .format import (
     Header,
     Intent,
     Recording,
-    body_bytes,
 )
 from .lines import RESTORE as _RESTORE
 from .lines import abort, entry, http_answer_problem, intent
@@ -259,7 +259,11 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
                     append(whole := entry(obj, path, number))
                     value = whole.value
                     if whole.result == "out" and http_answer_problem(value, body=True) is None:
-                        bodies[number] = body_bytes(value["body"])
+                        try:
+                            bodies[number] = answer_bytes(value)
+                        except BodyError as exc:
+                            where = f"seq {whole.seq}: {exc}"
+                            raise CassetteCorrupt(path, number, where, _RESTORE) from None
             elif "begin" in obj:
                 intents.append(intent(obj, path, number))
             elif "abort" in obj:

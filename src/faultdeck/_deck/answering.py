@@ -234,7 +234,7 @@ class Answering:
     def stream(
         self,
         status: int,
-        headers: dict[str, str],
+        headers: dict[str, Any],
         events: list[dict[str, Any]],
         *,
         error: BaseException | None = None,

@@ -17,16 +17,20 @@ from typing import Any, Protocol
 
 from orjson import Fragment
 
+from .._base.clock import VirtualClock
 from .._base.errors import CassetteCorrupt
+from .._cassette.bodies import BINARY, BodyError, answer_bytes, binary_form
 from .._cassette.errorjson import error_to_json
 from .._cassette.format import Entry, body_bytes
 from .._cassette.lines import RESTORE, http_answer_problem
 from .._deck.call import Call
 from .._deck.deck import Deck
 from ..faults import KINDS
+from ._bodies import encode, readable, request_body
+from ._chunks import Tee, chunk_types, replayed_chunks, timed_chunks
 from ._order import Order
-from ._shapes import classify, kept_headers, name_of, parse_body, request_args
-from ._streams import Events
+from ._shapes import classify, name_of, request_args, stored_headers, without_password
+from ._streams import Events, stream_types
 
 # Faults this boundary shapes into the real answer instead of raising in its place.
 SHAPED = frozenset(kind.name for kind in KINDS.values() if kind.shapes_answers)
@@ -39,14 +43,13 @@ class Owner(Protocol):
     deck: Deck
     httpx: Any
     keep: frozenset[str]
-    keep_response: frozenset[str]
     stream_timing: bool
     order: Order
 
     def has_failures(self) -> bool: ...
     def bodies(self) -> Mapping[int, bytes]: ...
     def failed(self, identity: str) -> None: ...
-    def waited_before(self, identity: str) -> None: ...
+    def waited_before(self, identity: str, headers: Any) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,6 @@ class Step:
     ``delay`` seconds on the deck's clock."""
 
     call: Call
-    stream_type: type
     response: Any
     delay: float
 
@@ -63,14 +65,18 @@ class Step:
 class Exchange:
     """One request: its call, and the answer from the recording, a fault or the network."""
 
-    def __init__(self, owner: Owner, request: Any, body: bytes) -> None:
+    def __init__(self, owner: Owner, request: Any, body: bytes, *, side: int) -> None:
         self.owner = owner
         self.request = request
+        self.side = side  # 0 for a sync client, 1 for an async one
         url, method = request.url, request.method
         path = url.path  # decoded anew at each read
-        self.kind, self.name = name_of(method, path)
         # Pairs hide their names from the field rules, so the query is redacted by name here.
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
+        auth = request.headers.get("authorization")
+        if auth is not None:
+            path, query = without_password(auth, path, query)
+        self.kind, self.name = name_of(method, path)
         # The args as sent: the body as its bytes, parsed only when a call needs it (``args``).
         sent = Fragment(body) if body else None
         self.sent = request_args(method, path, query, request.headers, sent, owner.keep)
@@ -79,10 +85,14 @@ class Exchange:
 
     @functools.cached_property
     def args(self) -> dict[str, Any]:
-        """The request as its call's args: its body parsed (JSON, else text)."""
+        """The request as its call's args: its body by meaning (``_bodies.request_body``:
+        JSON parsed, a form's pairs, multipart's parts, text, or a digest of its bytes)."""
         if not self.body:
             return self.sent
-        return {**self.sent, "body": parse_body(self.body)}  # (the body stays the last field)
+        args = {k: v for k, v in self.sent.items() if k != "body"}
+        content_type = self.request.headers.get("content-type")
+        # (the body stays the last field)
+        return {**args, **request_body(self.body, content_type, self.owner.deck.redactor)}
 
     def parsed_args(self) -> dict[str, Any]:
         """``args``, for the deck to call when it keys the call."""
@@ -115,7 +125,7 @@ class Exchange:
         if entry is None:
             return None
         value = entry.value
-        return self.replayed(value["status"], value["headers"], content=self.content(entry))
+        return self.replayed(value["status"], value["headers"], content=self.content(entry, value))
 
     def plain(self, entry: Entry) -> bool:
         """Whether a recorded call is a body to hand back with nothing to judge: a
@@ -125,6 +135,8 @@ class Exchange:
         if entry.result != "out":
             return False
         value = entry.value
+        if "chunks" in value:  # replayed chunk by chunk (``_step``)
+            return False
         if (
             entry.kind != "http"
             and entry.line not in self.owner.bodies()
@@ -133,28 +145,28 @@ class Exchange:
             return False
         return bool(value["status"] < 400)
 
-    def first_step(self, stream_type: type) -> Step:
+    def first_step(self) -> Step:
         """Decide the call and answer it without the network where it can be: a fault's
         stand-in or the recording. Otherwise say how long to wait before going live."""
         self._before_deciding()
         call = self.owner.deck.begin(self.kind, self.name, self.args, shaped=SHAPED)
-        return self._step(call, stream_type)
+        return self._step(call)
 
-    async def afirst_step(self, stream_type: type) -> Step:
+    async def afirst_step(self) -> Step:
         """``first_step`` on an event loop: the call is decided by ``Deck.abegin`` (a
         resumed request another task's reorder put early waits for its turn)."""
         self._before_deciding()
         call = await self.owner.deck.abegin(self.kind, self.name, self.args, shaped=SHAPED)
-        return self._step(call, stream_type)
+        return self._step(call)
 
     def _before_deciding(self) -> None:
         owner = self.owner
         if not self.ordinal:  # counted once, whichever route decides the request
             self.ordinal = owner.order.next()
         if owner.has_failures():
-            owner.waited_before(self.identity)
+            owner.waited_before(self.identity, self.request.headers)
 
-    def _step(self, call: Call, stream_type: type) -> Step:
+    def _step(self, call: Call) -> Step:
         """What to do with the decided ``call``: its stand-in, its recorded answer, or a
         live run after its delay."""
         owner = self.owner
@@ -167,42 +179,71 @@ class Exchange:
                 # cycle that only the garbage collector frees (``Call.inject`` says the same).
                 del stand_in
         if stand_in is not None:
-            return Step(call, stream_type, stand_in, 0.0)
+            return Step(call, stand_in, 0.0)
         entry = call.recorded
         if entry is None:
             call.start()
-            return Step(call, stream_type, None, 0.0 if _streams(self.request) else call.delay)
-        status, headers, answer = self.answer(call, entry)
+            return Step(call, None, 0.0 if _streams(self.request) else call.delay)
+        value, answer = self.answer(call, entry)
+        status, headers = value["status"], value["headers"]
+        deck = owner.deck
         if entry.result == "stream":
             events = self.events(call, status, headers, answer)
-            response = self.replayed(status, headers, stream=stream_type(events))
-            return Step(call, stream_type, response, 0.0)
-        recorded = entry.ms / 1000 if owner.deck.latency == "recorded" else 0.0
-        as_recorded = answer is entry.value["body"]
-        response = self.replayed(
-            status, headers, content=self.content(entry) if as_recorded else body_bytes(answer)
-        )
-        return Step(call, stream_type, response, call.delay + recorded)
+            stream = stream_types(owner.httpx)[self.side](events)
+            return Step(call, self.replayed(status, headers, stream=stream), 0.0)
+        # (a held line's value is parsed anew at each read: ``value`` is the one answer read)
+        as_recorded = answer is value["body"]
+        content = self.content(entry, value) if as_recorded else body_bytes(answer)
+        chunks = value.get("chunks")
+        if chunks is not None and as_recorded:
+            timed = owner.stream_timing or isinstance(deck.clock, VirtualClock)
+            start = call.started + call.delay
+            steps = replayed_chunks(content, chunks, clock=deck.clock, start=start, timed=timed)
+            stream = chunk_types(owner.httpx)[self.side](steps=steps, clock=deck.clock)
+            return Step(call, self.replayed(status, headers, stream=stream), call.delay)
+        recorded = entry.ms / 1000 if deck.latency == "recorded" else 0.0
+        return Step(call, self.replayed(status, headers, content=content), call.delay + recorded)
 
-    def content(self, entry: Entry) -> bytes:
+    def content(self, entry: Entry, value: dict[str, Any]) -> bytes:
         """The recorded body's bytes: kept as the cassette was read (a long answer), else
-        made from the stored body."""
+        made from the stored answer ``value`` (a binary body decoded and checked)."""
         kept = self.owner.bodies().get(entry.line)
-        return kept if kept is not None else body_bytes(entry.value["body"])
+        if kept is not None:
+            return kept
+        try:
+            return answer_bytes(value)
+        except BodyError as exc:
+            where = f"seq {entry.seq}: {exc}"
+            path = self.owner.deck.path
+            raise CassetteCorrupt(path, entry.line or None, where, RESTORE) from None
 
     def replayed(
-        self, status: int, headers: dict[str, str], *, content: bytes = b"", stream: Any = None
+        self, status: int, headers: dict[str, Any], *, content: bytes = b"", stream: Any = None
     ) -> Any:
         """A recorded answer as a response: a body read whole (``content``), or a
         ``stream``. Its headers go as UTF-8 bytes: one whose value was redacted holds a mask
-        (``«redacted:…»``), which is not ASCII as HTTP's header values are. A body read
-        whole comes with the ``Content-Length`` httpx would add itself (a default header
-        costs it a failed lookup and a rebuild of the headers), unless the recording kept
-        one."""
-        raw = [(name.encode(), value.encode()) for name, value in headers.items()]
+        (``«redacted:…»``), which is not ASCII as HTTP's header values are; a repeated one
+        (a list) once per value. A body recorded under a ``Content-Encoding`` goes encoded
+        again, so that the client decodes it as it did (unencoded, without the header, where
+        the coding's compressor is not installed). A body read whole comes with the
+        ``Content-Length`` httpx would add itself (a default header costs it a failed lookup
+        and a rebuild of the headers), unless the recording kept one (a HEAD answer)."""
+        raw: list[tuple[bytes, bytes]] = []
+        for name, value in headers.items():
+            if type(value) is list:
+                raw.extend((name.encode(), one.encode()) for one in value)
+            else:
+                raw.append((name.encode(), value.encode()))
         response = self.owner.httpx.Response
         if stream is not None:
             return response(status, headers=raw, stream=stream, request=self.request)
+        coding = headers.get("content-encoding")
+        if coding is not None and content:
+            encoded = encode(content, coding)
+            if encoded is None:
+                raw = [pair for pair in raw if pair[0].lower() != b"content-encoding"]
+            else:
+                content = encoded
         if "content-length" not in map(str.lower, headers):
             raw.append((b"Content-Length", b"%d" % len(content)))
         return response(status, headers=raw, content=content, request=self.request)
@@ -245,8 +286,9 @@ class Exchange:
         call.inject()  # a fault with no HTTP shape (the crash) raises as it does in-process
         return None
 
-    def answer(self, call: Call, entry: Entry) -> tuple[int, Any, Any]:
-        """The recorded answer: (status, headers, body) or (status, headers, events)."""
+    def answer(self, call: Call, entry: Entry) -> tuple[dict[str, Any], Any]:
+        """The recorded answer (``status``, ``headers``…) and its body or events as the
+        fault leaves them (the same object when it leaves them as recorded)."""
         if entry.result == "error":
             call.replay()  # raises the recorded transport error
         value = entry.value
@@ -259,11 +301,12 @@ class Exchange:
         fault = None if call.fault_applied else call.fault
         if entry.result == "out":
             body = value["body"]
-            if fault is not None and fault.spec.answer is not None:
+            binary = BINARY in value  # bytes no fault reads
+            if fault is not None and fault.spec.answer is not None and not binary:
                 body = fault.spec.answer(fault.values, self.name, body)
             error, retry_after, code = classify(value["status"], value["headers"], body)
             call.answered(
-                learn=body,
+                learn=None if binary else body,
                 as_recorded=body is value["body"],
                 error=error,
                 retry_after=retry_after,
@@ -271,11 +314,11 @@ class Exchange:
             )
             if error is not None:
                 self.failed()
-            return value["status"], value["headers"], body
+            return value, body
         events = value["events"]
         if fault is not None and fault.spec.events is not None:
             events = fault.spec.events(fault.values, self.name, events)
-        return value["status"], value["headers"], events
+        return value, events
 
     def events(
         self, call: Call, status: int, headers: Any, replayed: list[dict[str, Any]] | None
@@ -291,32 +334,52 @@ class Exchange:
             timed=self.owner.stream_timing,
             httpx=self.owner.httpx,
             failed=self.failed,
-            keep=self.owner.keep_response,
+            redactor=self.owner.deck.redactor,
             order=self.owner.order,
             ordinal=self.ordinal,
         )
 
-    def store(self, call: Call, status: int, headers: Any, body: Any) -> Any:
-        """Record a live, non-streamed answer; return the body the caller gets."""
+    def store(
+        self,
+        call: Call,
+        status: int,
+        headers: Any,
+        content: bytes,
+        chunks: list[dict[str, Any]] | None,
+    ) -> bytes | None:
+        """Record a live answer whose body is ``content`` (decoded), in ``chunks`` where it
+        came apart in time; return the body the caller gets instead when a fault changed
+        it, else ``None``."""
+        deck = self.owner.deck
+        body = readable(content, headers.get("content-type"), parse=chunks is None)
+        changed = None
         fault = call.fault
-        if fault is not None and fault.spec.answer is not None:
-            body = fault.spec.answer(fault.values, self.name, body)
-        kept = kept_headers(headers, self.owner.keep_response)
-        ms = round((self.owner.deck.clock.now() - call.started) * 1000, 3)
-        error, retry_after, code = classify(status, kept, body)
-        stored = call.store("out", {"status": status, "headers": kept, "body": body})
+        if body is not None and fault is not None and fault.spec.answer is not None:
+            answer = fault.spec.answer(fault.values, self.name, body)
+            if answer is not body:
+                body, changed, chunks = answer, body_bytes(answer), None
+        stored = call.store(
+            "out", {"status": status, "headers": {}, "body": "" if body is None else body}
+        )
+        if body is None:
+            stored["body"], stored[BINARY] = binary_form(_masked_bytes(content, deck))
+        stored["headers"] = stored_headers(headers, deck.redactor, body_size=len(content))
+        if chunks is not None and (fitted := _fitted(chunks, len(answer_bytes(stored)))):
+            stored["chunks"] = fitted
+        ms = round((deck.clock.now() - call.started) * 1000, 3)
+        error, retry_after, code = classify(status, stored["headers"], body)
         call.complete(
             "out",
             stored,
             ms=ms,
-            learn=stored["body"],
+            learn=None if body is None else stored["body"],
             error=error,
             retry_after=retry_after,
             code=code,
         )
         if error is not None:
             self.failed()
-        return body
+        return changed
 
     def live_error(self, call: Call, exc: Exception) -> None:
         """A live attempt that raised: recorded, unless it never reached the upstream."""
@@ -329,19 +392,83 @@ class Exchange:
         return self.owner.httpx.Response(
             response.status_code,
             headers=_outgoing(response.headers),
-            stream=step.stream_type(events, response),
+            stream=stream_types(self.owner.httpx)[self.side](events, response),
             request=self.request,
         )
 
+    def rewrites(self, step: Step) -> bool:
+        """Whether the call's fault changes a live answer's body: the body is then read
+        whole, changed, and handed on (``live_answer``) instead of teed."""
+        fault = step.call.fault
+        return fault is not None and fault.spec.answer is not None
+
     def live_answer(self, step: Step, response: Any, content: bytes) -> Any:
-        """A live response read whole: recorded, and handed on."""
-        body = self.store(step.call, response.status_code, response.headers, parse_body(content))
+        """A live response read whole (``content``, decoded): recorded, and handed on as
+        the fault left it."""
+        changed = self.store(step.call, response.status_code, response.headers, content, None)
         return self.owner.httpx.Response(
             response.status_code,
             headers=_outgoing(response.headers),
-            content=body_bytes(body),
+            content=content if changed is None else changed,
             request=self.request,
         )
+
+    def live_body(self, step: Step, response: Any) -> Any:
+        """A live response handed to the client as it arrives, its headers and raw bytes
+        as the upstream sent them (the client decodes them, as it would have), and
+        recorded when its body ends."""
+        call = step.call
+        done = functools.partial(self._teed, call, response)
+        tee = Tee(self.owner.deck.clock, call.started, done)
+        return self.owner.httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=chunk_types(self.owner.httpx)[self.side](tee=tee, upstream=response),
+            request=self.request,
+        )
+
+    def _teed(
+        self,
+        call: Call,
+        response: Any,
+        pieces: list[tuple[float, bytes]],
+        error: BaseException | None,
+    ) -> None:
+        """A teed body ended: recorded decoded, with its chunks' timing where it came
+        unencoded (an encoded body's pieces are not the body's)."""
+        if error is not None:
+            self.live_error(call, error)  # type: ignore[arg-type]
+            return
+        raw = b"".join(piece for _, piece in pieces)
+        coding = response.headers.get("content-encoding", "identity").strip().lower()
+        if coding == "identity":
+            self.store(call, response.status_code, response.headers, raw, timed_chunks(pieces))
+            return
+        httpx = self.owner.httpx
+        try:
+            coded = httpx.Response(200, headers=[("content-encoding", coding)], content=raw)
+            content = coded.content
+        except httpx.DecodingError:
+            content = raw
+        self.store(call, response.status_code, response.headers, content, None)
+
+
+def _masked_bytes(content: bytes, deck: Deck) -> bytes:
+    """A binary body with every credential-shaped run masked, as text is (a mask is
+    Latin-1, so the bytes around it stay as they are)."""
+    text = content.decode("latin-1")
+    masked = deck.redactor.redact_text(text)
+    return content if masked == text else masked.encode("latin-1")
+
+
+def _fitted(chunks: list[dict[str, Any]], size: int) -> list[dict[str, Any]] | None:
+    """``chunks`` made to add up to ``size`` (a masked secret changed the body's length):
+    the last chunk takes the difference; ``None`` if it cannot."""
+    diff = size - sum(chunk["bytes"] for chunk in chunks)
+    if diff and chunks[-1]["bytes"] + diff <= 0:
+        return None
+    chunks[-1]["bytes"] += diff
+    return chunks
 
 
 def _body(value: Any) -> Any:

@@ -3,44 +3,53 @@ and the failures providers really send.
 
 Requests: kind ``model`` for the known LLM endpoints (named like
 ``openai.chat.completions``), else ``http`` (named ``GET /v1/models``); args are the
-method, path, query, parsed JSON body and the allowlisted headers. Credentials and
-transport noise (user-agent, ``x-stainless-*``, idempotency keys, content-length) are
-never part of a key and never stored, because only allowlisted headers are kept at all.
+method, path, query, the body by meaning (``_bodies``) and the allowlisted headers.
+Credentials and transport noise (user-agent, ``x-stainless-*``, idempotency keys,
+content-length) are never part of a key and never stored, because only allowlisted request
+headers are kept at all.
 
-Responses keep the headers a client reads to go on: the retry and rate-limit headers,
-request ids, and ``mcp-session-id``, which MCP's streamable HTTP client reads from the
-``initialize`` answer and sends back on every later request (without it a replayed client
-opens no GET stream and sends no DELETE). The session id sent back is a request header,
-so it is never in a key: a random id per recording changes no key.
+Responses keep every header but the hop-by-hop ones and ``date``, so that what a client
+acts on comes back: ``location`` (redirects), ``link`` (pagination), ``etag``,
+``set-cookie`` (a cookie jar fills as it did), ``retry-after``, rate limits, request ids,
+``mcp-session-id`` (MCP's streamable HTTP client reads it from the ``initialize`` answer and
+sends it back on every later request). Values that carry credentials are masked. Response
+headers are never in a key.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import orjson
-
 from .._base.errors import ConfigError
+from .._keys.redact import DROP, PLAIN, SECRET, Redactor
+from .._keys.secrets import mask
 
 # Request headers that change what a provider answers.
 KEEP_REQUEST_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
-# Response headers a client or a loop reads; everything else (date, server, cookies,
-# content-length of a body we store decoded) is left out.
-KEEP_RESPONSE_HEADERS = frozenset(
+# Response headers never recorded: hop-by-hop ones, which describe one connection, and
+# ``date``, which changes each time; ``content-length`` is made again from the body replayed
+# (``stored_headers`` keeps one that does not describe the body, as a HEAD answer's).
+DROP_RESPONSE_HEADERS = frozenset(
     {
-        "content-type",
-        "retry-after",
-        "retry-after-ms",
-        "x-should-retry",
-        "request-id",
-        "x-request-id",
-        "openai-processing-ms",
-        "mcp-session-id",
+        "date",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "content-length",
     }
 )
-KEEP_RESPONSE_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+# Cookie names that hold a session, whatever the redactor thinks of the word.
+_SESSION_COOKIE = re.compile(r"sess|sid|csrf|xsrf|remember|login|auth|token", re.IGNORECASE)
+_AUTHENTICATE = frozenset({"www-authenticate", "proxy-authenticate"})
+_MIN_PASSWORD = 6
 ENDPOINTS = (
     ("/chat/completions", "openai.chat.completions"),
     ("/responses", "openai.responses"),
@@ -67,9 +76,9 @@ def request_args(
     body: Any,
     keep: frozenset[str],
 ) -> dict[str, Any]:
-    """A request as the args of a boundary call: ``body`` is what they hold under
-    ``body`` (``parse_body`` of the request's bytes, or the bytes as an ``orjson.Fragment``
-    for ``Deck.take_recorded``), ``None`` when the request has none."""
+    """A request as the args of a boundary call, but for its body: ``body`` is what they
+    hold under ``body`` (the bytes as an ``orjson.Fragment``, for ``Deck.take_recorded``),
+    ``None`` when the request has none (``Exchange.args`` puts the body by meaning)."""
     args: dict[str, Any] = {"method": method, "path": path}
     if query:
         args["query"] = [list(pair) for pair in query]
@@ -102,24 +111,81 @@ def _raw_names(names: frozenset[str]) -> frozenset[bytes]:
     return frozenset(n.encode("ascii") for n in names if n.isascii())
 
 
-def parse_body(body: bytes) -> Any:
-    """JSON bodies as parsed JSON (hashed by meaning, not bytes), else text."""
+def without_password(
+    authorization: str, path: str, query: list[list[str]]
+) -> tuple[str, list[list[str]]]:
+    """The path and query with the password of a Basic ``authorization`` masked where it
+    stands in them (httpbin's ``/basic-auth/user/<password>``): the header is never stored,
+    and neither is what it carries. A password shorter than ``_MIN_PASSWORD`` is left be
+    (it would mask parts of unrelated words)."""
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return path, query
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body.decode("utf-8", errors="replace")
+        password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")[2]
+    except (ValueError, UnicodeDecodeError):
+        return path, query
+    if len(password) < _MIN_PASSWORD:
+        return path, query
+    masked = mask(password)
+    path = path.replace(password, masked)
+    query = [[name, value.replace(password, masked)] for name, value in query]
+    return path, query
 
 
-def kept_headers(headers: Any, extra: frozenset[str] = frozenset()) -> dict[str, str]:
-    """The response headers worth storing: the allowlist, plus ``extra`` (lower-case names
-    a transport was asked to keep). Called only when recording; the values are redacted
-    with the rest of the answer before they are written."""
-    kept = {}
-    for name, value in headers.items():
+def stored_headers(
+    headers: Any, redactor: Redactor, *, body_size: int | None
+) -> dict[str, str | list[str]]:
+    """The response headers as recorded: every one but ``DROP_RESPONSE_HEADERS``, by
+    lower-case name, a repeated header as the list of its values (``set-cookie``).
+    ``content-length`` stays only where it does not describe the body stored (``body_size``:
+    a HEAD answer's, or a 304's), never beside a ``content-encoding``, never on a stream
+    (``body_size`` is ``None``). Values that
+    carry credentials are masked: a credential-shaped string anywhere, a cookie under a
+    secret-like or session name, the token of a ``www-authenticate`` challenge."""
+    kept: dict[str, str | list[str]] = {}
+    coded = "content-encoding" in headers
+    for name, value in headers.multi_items():
         low = name.lower()
-        if low in KEEP_RESPONSE_HEADERS or low in extra or low.startswith(KEEP_RESPONSE_PREFIXES):
-            kept[low] = value
+        if low in DROP_RESPONSE_HEADERS and not (
+            low == "content-length"
+            and body_size is not None
+            and not coded
+            and value.strip() != str(body_size)
+        ):
+            continue
+        masked = _masked(low, value, redactor)
+        held = kept.get(low)
+        if held is None:
+            kept[low] = masked
+        elif isinstance(held, list):
+            held.append(masked)
+        else:
+            kept[low] = [held, masked]
     return kept
+
+
+def _masked(name: str, value: str, redactor: Redactor) -> str:
+    """One response header's value as recorded (``stored_headers``)."""
+    if name == "set-cookie":
+        pair, sep, attributes = value.partition(";")
+        cookie, eq, content = pair.partition("=")
+        if (
+            eq
+            and content.strip()
+            and (redactor.field_kind(cookie.strip()) != PLAIN or _SESSION_COOKIE.search(cookie))
+        ):
+            pair = f"{cookie}={mask(content.strip())}"
+        return redactor.redact_text(pair + sep + attributes)
+    if name in _AUTHENTICATE:
+        scheme, space, token = value.partition(" ")
+        if space and "=" not in token.rstrip("="):  # a token68 credential, not parameters
+            return f"{scheme} {redactor.redact_leaf(token, True)}"
+        return redactor.redact_text(value)
+    kind = redactor.field_kind(name)
+    if kind == DROP:
+        return mask(value) if value else value
+    return redactor.redact_leaf(value, kind == SECRET)
 
 
 def header_names(names: Iterable[str], option: str) -> frozenset[str]:
@@ -152,7 +218,9 @@ def classify(
     return name, retry_after, code
 
 
-def _float(text: str, per_second: float) -> float | None:
+def _float(text: Any, per_second: float) -> float | None:
+    if type(text) is not str:  # a header sent more than once
+        return None
     try:
         return float(text) / per_second
     except ValueError:

@@ -14,10 +14,11 @@ from typing import Any
 from .._base.clock import Clock, VirtualClock
 from .._cassette.errorjson import error_from_json
 from .._deck.call import Call
+from .._keys.redact import Redactor
 from ..faults import StreamBreak
 from ..faults._shapes import error_event
 from ._order import Order
-from ._shapes import kept_headers
+from ._shapes import stored_headers
 from ._sse import SSEParser, encode
 
 
@@ -33,7 +34,7 @@ class Events:
         timed: replay with the recorded timing even on a real clock.
         httpx: the HTTP module, for its transport errors.
         failed: called when the stream fails, so that a client's retry is timed.
-        keep: response headers to record besides the allowlisted ones (lower-case).
+        redactor: masks credentials in the headers recorded.
         order, ordinal: the transport's request count and this request's place in it, so
             that a replayed stream ends after the requests it ended after (``_order``).
     """
@@ -50,7 +51,7 @@ class Events:
         timed: bool,
         httpx: Any,
         failed: Callable[[], None],
-        keep: frozenset[str],
+        redactor: Redactor,
         order: Order,
         ordinal: int,
     ) -> None:
@@ -63,7 +64,7 @@ class Events:
         self.timed = timed or isinstance(clock, VirtualClock)
         self.httpx = httpx
         self.failed = failed
-        self.keep = keep
+        self.redactor = redactor
         self.order = order
         self.ordinal = ordinal
         self.seen: list[dict[str, Any]] = []
@@ -151,7 +152,7 @@ class Events:
             call.meta = self.order.ends_after(self.ordinal, call.meta)
         call.stream(
             self.status,
-            kept_headers(self.headers, self.keep),
+            stored_headers(self.headers, self.redactor, body_size=None),
             self.seen,
             error=error,
             partial=partial,

@@ -12,7 +12,6 @@ after its first event, a tool call whose arguments break their schema inside a 2
 from __future__ import annotations
 
 import importlib
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,6 @@ from .._deck.deck import Deck
 from ._exchange import Exchange
 from ._order import Order
 from ._shapes import KEEP_REQUEST_HEADERS, header_names
-from ._streams import stream_types
 
 if TYPE_CHECKING:
     # To a type checker each transport is the transport type of both httpx and httpx2, so
@@ -61,7 +59,6 @@ class _Base:
         httpx: Any = None,
         transport: Any = None,
         keep_headers: Iterable[str] = (),
-        keep_response_headers: Iterable[str] = (),
         stream_timing: bool = False,
     ) -> None:
         self.deck = deck
@@ -69,9 +66,7 @@ class _Base:
         self.httpx = _module(httpx)
         self.inner = transport
         self.keep = KEEP_REQUEST_HEADERS | header_names(keep_headers, "keep_headers")
-        # Read only when a live answer is recorded: replay adds no work per call.
-        self.keep_response = header_names(keep_response_headers, "keep_response_headers")
-        self._failures: dict[str, float] = {}
+        self._failures: set[str] = set()
         self._bodies: Mapping[int, bytes] | None = None
         self.order = Order()
 
@@ -88,15 +83,41 @@ class _Base:
         return bool(self._failures)
 
     def failed(self, identity: str) -> None:
-        """Remember when a request failed, to see how long its client waits to retry."""
-        self._failures[identity] = time.monotonic()
+        """Remember that a request failed: its client may retry it."""
+        self._failures.add(identity)
 
-    def waited_before(self, identity: str) -> None:
-        """A retry of a failed request: the client waited in real time; on a virtual clock,
-        that wait is put on the deck's clock, where the invariants look for it."""
-        failed_at = self._failures.pop(identity, None)
-        if failed_at is not None and isinstance(self.deck.clock, VirtualClock):
-            self.deck.clock.sleep(time.monotonic() - failed_at)
+    def waited_before(self, identity: str, headers: Any = None) -> None:
+        """A request that failed is sent again. On a virtual clock, an SDK's own retry
+        (``x-stainless-retry-count`` above 0 in ``headers``) puts on the deck's clock the
+        wait the SDK decided, as openai's and anthropic's clients decide it: the failed
+        answer's Retry-After (``retry-after-ms``, else ``retry-after`` in seconds, as the
+        call log holds it) when it gave one, else their backoff before its random jitter,
+        0.5 s doubling with each retry up to 8 s. Nothing real is measured, so a run gives
+        the same waits every time; a loop's own retry adds nothing, having waited on the
+        deck's clock itself."""
+        if identity not in self._failures:
+            return
+        self._failures.discard(identity)
+        clock = self.deck.clock
+        if headers is None or not isinstance(clock, VirtualClock):
+            return
+        try:
+            retries = int(headers.get("x-stainless-retry-count", "0"))
+        except ValueError:
+            return
+        if retries <= 0:
+            return
+        from ._shapes import name_of  # (only for an SDK's retry)
+
+        method, _, rest = identity.partition(" ")
+        name = name_of(method, self.httpx.URL(rest.rpartition(" ")[0]).path)[1]
+        names = {name, self.deck.redactor.redact_text(name)}
+        failures = [c for c in self.deck.calls if c.error is not None and c.name in names]
+        retry_after = failures[-1].retry_after if failures else None
+        if retry_after is not None and retry_after > 0:
+            clock.sleep(retry_after)
+        else:
+            clock.sleep(min(0.5 * 2.0 ** (retries - 1), 8.0))
 
 
 class Transport(_Base, _SyncBases):
@@ -110,21 +131,17 @@ class Transport(_Base, _SyncBases):
             made only when a call goes live (replay opens no socket).
         keep_headers: request headers to keep in args (so in the key) besides
             ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``; any case.
-        keep_response_headers: response headers to record besides the ones clients read
-            (content type, Retry-After, rate limits, request ids, ``mcp-session-id``); any
-            case. Their values are redacted like every recorded value; a credential header
-            (``set-cookie``) is dropped even when named here.
         stream_timing: replay streams with their recorded timing on a system clock too
             (on a ``VirtualClock`` they always have it; ``latency="recorded"`` implies it).
     """
 
     def handle_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
-        exchange = Exchange(self, request, request.read())
+        exchange = Exchange(self, request, request.read(), side=0)
         replayed = exchange.replay_plain()
         if replayed is not None:
             return replayed
-        step = exchange.first_step(stream_types(self.httpx)[0])
+        step = exchange.first_step()
         self.deck.clock.advance(step.delay)
         if step.response is not None:
             return step.response
@@ -137,6 +154,8 @@ class Transport(_Base, _SyncBases):
             raise
         if _is_stream(response):
             return exchange.live_stream(step, response)
+        if not exchange.rewrites(step):
+            return exchange.live_body(step, response)
         content = response.read()
         response.close()
         return exchange.live_answer(step, response, content)
@@ -158,11 +177,11 @@ class AsyncTransport(_Base, _AsyncBases):
 
     async def handle_async_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
-        exchange = Exchange(self, request, await request.aread())
+        exchange = Exchange(self, request, await request.aread(), side=1)
         replayed = exchange.replay_plain()
         if replayed is not None:
             return replayed
-        step = await exchange.afirst_step(stream_types(self.httpx)[1])
+        step = await exchange.afirst_step()
         await self.deck.clock.aadvance(step.delay)
         if step.response is not None:
             return step.response
@@ -175,6 +194,8 @@ class AsyncTransport(_Base, _AsyncBases):
             raise
         if _is_stream(response):
             return exchange.live_stream(step, response)
+        if not exchange.rewrites(step):
+            return exchange.live_body(step, response)
         content = await response.aread()
         await response.aclose()
         return exchange.live_answer(step, response, content)
