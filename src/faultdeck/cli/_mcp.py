@@ -9,6 +9,7 @@ closes) or on SIGINT/SIGTERM; a recording that fails never replaces a good casse
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     import socket
 
     from mcp.server.lowlevel import Server
+
+    from ..mcp._session import Session as McpSession
 
 TOKEN_HEADER = "x-faultdeck-token"
 RECORD_MODES = ("record", "once", "append", "resume")
@@ -224,9 +227,11 @@ async def _serve(deck: Deck, target: Any, sock: socket.socket | None, token: str
 
 async def _session(deck: Deck, target: Any, sock: socket.socket | None, token: str | None) -> None:
     from ..mcp._client import Client
-    from ..mcp._server import build_server
+    from ..mcp._server import build_server, serve_stream
 
-    client = Client(deck, target)
+    # Hosts open a session by the handshake (initialize): the server is asked the same way,
+    # so what it answers is what it would have answered the host.
+    client = Client(deck, target, mode="legacy")
     try:
         await client.__aenter__()
     except Exception as exc:
@@ -238,22 +243,28 @@ async def _session(deck: Deck, target: Any, sock: socket.socket | None, token: s
             from ..mcp._stdio import wire
 
             async with wire() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                await serve_stream(server, client.session, read, write)
         else:
-            await _http(server, sock, token)
+            await _http(server, client.session, sock, token)
     finally:
         await client.__aexit__(None, None, None)
 
 
-async def _http(server: Server[Any], sock: socket.socket, token: str | None) -> None:
+async def _http(
+    server: Server[Any], session: McpSession, sock: socket.socket, token: str | None
+) -> None:
     try:
         import uvicorn
     except ImportError as exc:
         raise click.ClickException(
             f"faultdeck mcp --transport http needs {exc.name}: pip install 'faultdeck[server]'"
         ) from None
+    from ..mcp._server import discover_refused, handshake_only
+
     host, port = sock.getsockname()[:2]
     app: Any = server.streamable_http_app(host=host)
+    if handshake_only(session):
+        app = _HandshakeOnly(app, discover_refused(session))
     if token:
         app = _TokenCheck(app, token)
     click.echo(f"faultdeck: serving MCP at {_url(host, port)}/mcp")
@@ -289,6 +300,50 @@ class _TokenCheck:
             await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
+
+
+class _HandshakeOnly:
+    """ASGI: a session the server opened by the handshake alone is served so over HTTP too:
+    a ``server/discover`` POST gets the server's refusal (``refusal``), and the host opens
+    by the handshake, as it would have with the server."""
+
+    def __init__(self, app: Any, refusal: dict[str, Any]) -> None:
+        self.app = app
+        self.refusal = refusal
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            asked = json.loads(body)
+        except ValueError:
+            asked = None
+        if isinstance(asked, dict) and asked.get("method") == "server/discover":
+            answer = {"jsonrpc": "2.0", "id": asked.get("id"), "error": self.refusal}
+            payload = json.dumps(answer).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        sent = False
+
+        async def again() -> Any:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, again, send)
 
 
 def _name(target: Any) -> str:

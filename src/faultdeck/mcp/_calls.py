@@ -28,6 +28,13 @@ METHODS = (
 
 LIST_TOOLS = PREFIX + "tools/list"
 
+INITIALIZE = "initialize"
+DISCOVER = "server/discover"
+HANDSHAKE = (DISCOVER, INITIALIZE)
+"""How a session opens: the 2026 protocol's ``server/discover``, the handshake's
+``initialize``. The server's answers are not calls; they are kept in the ``meta`` of the
+session's first recorded call, as ``{"handshake": {method: {"result": ...}}}``."""
+
 
 def call_name(method: str, params: Mapping[str, Any]) -> str:
     """The boundary call's name: the tool's own for ``tools/call``, else ``mcp:<method>``."""
@@ -78,3 +85,17 @@ def recorded_tools(recording: Recording | None) -> tuple[dict[str, str], dict[st
             # keyed by the same schema version as one that answered.
             versions[entry.name] = entry.schema
     return versions, outputs
+
+
+def recorded_handshake(recording: Recording | None) -> dict[str, Any] | None:
+    """The latest session's opening in a cassette: each handshake method's answer (its
+    ``result`` or ``error``) as the server sent it; ``None`` for a cassette without one."""
+    if recording is None:
+        return None
+    for entry in reversed(recording.entries):
+        if entry.kind != "tool":
+            continue
+        meta = entry.meta
+        if isinstance(meta, Mapping) and isinstance(meta.get("handshake"), Mapping):
+            return dict(meta["handshake"])
+    return None

@@ -10,6 +10,12 @@ A fault shows the way MCP delivers it: ``tool_error`` as a result with ``isError
 ``timeout`` as the SDK's ``MCPError`` (``REQUEST_TIMEOUT``) once the client's read timeout
 has passed on the deck's clock, ``malformed_result`` as the SDK's own validation error,
 ``disconnect`` as ``MCPError`` "Connection closed" at this request and every later one.
+
+What is recorded is what the server sent: the SDK client talks through a tapped transport
+(``_tap.py``) that keeps each answer's JSON as it came, before the SDK's models fill in
+defaults or drop fields they do not know; the session's opening (``initialize``, or
+``server/discover``) is kept the same way. Replay hands back the SDK's models of those
+answers, as the live SDK client would.
 """
 
 from __future__ import annotations
@@ -17,16 +23,24 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import mcp
 import mcp_types as types
+from mcp import StdioServerParameters, stdio_client
+from mcp.client import Transport
+from mcp.client._memory import InMemoryTransport
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from .._base.errors import ConfigError
 from .._deck.deck import Deck
+from ._calls import DISCOVER, HANDSHAKE, INITIALIZE
 from ._session import Reply, Session, UpstreamError
+from ._tap import Tapped, listen
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -61,7 +75,9 @@ class Client:
     Args:
         deck: the deck whose cassette holds the session.
         server: what ``mcp.Client`` connects to; ``None`` when the session only replays.
-        **options: ``mcp.Client``'s options (``read_timeout_seconds``, ``mode``, ...).
+        **options: ``mcp.Client``'s options (``read_timeout_seconds``, ``mode``, ...). Its
+            response cache is off unless ``cache`` is given: every request reaches the
+            server, to be recorded.
     """
 
     def __init__(self, deck: Deck, server: Any = None, **options: Any) -> None:
@@ -95,11 +111,58 @@ class Client:
                     f"mode {self.deck.active_mode!r} reaches the MCP server, and "
                     "faultdeck.mcp.Client was given none: pass the server (or replay)"
                 )
+            options = {"cache": None, **self.options}
+            transport = Tapped(_transport(self.server, options))
             stack = AsyncExitStack()
-            self._client = await stack.enter_async_context(mcp.Client(self.server, **self.options))
+            with listen(*HANDSHAKE) as heard:
+                self._client = await stack.enter_async_context(mcp.Client(transport, **options))
             self._stack = stack
+            session.opened(heard.answers)
             await session.learn_tools()
         return self
+
+    # -- how the server opened the session -----------------------------------------------------
+
+    @property
+    def server_info(self) -> types.Implementation | None:
+        """The server's name and version as it declared them when the session opened (in
+        replay, as recorded); ``None`` when it declared none."""
+        declared = self._declared()
+        if declared is not None:
+            # The handshake's answer names it; server/discover's carries it in _meta.
+            stamp = declared.get("_meta")
+            info = declared.get("serverInfo") or (
+                stamp.get(types.SERVER_INFO_META_KEY) if isinstance(stamp, dict) else None
+            )
+            if isinstance(info, dict):
+                return types.Implementation.model_validate(info)
+        return self._client.server_info if self._client is not None else None
+
+    @property
+    def server_capabilities(self) -> types.ServerCapabilities | None:
+        """The server's capabilities as it declared them (in replay, as recorded)."""
+        declared = self._declared()
+        if declared is not None and isinstance(declared.get("capabilities"), dict):
+            return types.ServerCapabilities.model_validate(declared["capabilities"])
+        return self._client.server_capabilities if self._client is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, if it gave any (in replay, as recorded)."""
+        declared = self._declared()
+        if declared is not None:
+            text = declared.get("instructions")
+            return text if isinstance(text, str) else None
+        return self._client.instructions if self._client is not None else None
+
+    def _declared(self) -> dict[str, Any] | None:
+        """The result the session opened with: ``initialize``'s, else ``server/discover``'s."""
+        handshake = self.session.handshake or {}
+        for method in (INITIALIZE, DISCOVER):
+            result = (handshake.get(method) or {}).get("result")
+            if isinstance(result, dict):
+                return result
+        return None
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -205,9 +268,26 @@ class Client:
         if client is None:
             raise RuntimeError("faultdeck.mcp.Client is not connected to a server")
         try:
-            return as_json(await _send(client, method, params, _CALL_TIMEOUT.get()))
+            with listen(method) as heard:
+                model = await _send(client, method, params, _CALL_TIMEOUT.get())
         except MCPError as exc:
             raise UpstreamError(exc.code, exc.message, exc.data) from exc
+        sent = heard.result(method)
+        # None: the SDK answered without asking the server (a response cache the caller
+        # turned on): its model is all there is.
+        return sent if sent is not None else as_json(model)
+
+
+def _transport(server: Any, options: dict[str, Any]) -> Transport:
+    """The SDK transport ``mcp.Client`` would reach ``server`` through (a server in memory
+    through JSON-RPC streams, as a process would be, so that its answers can be tapped)."""
+    if isinstance(server, Server | MCPServer):
+        return InMemoryTransport(server, raise_exceptions=bool(options.get("raise_exceptions")))
+    if isinstance(server, str):
+        return streamable_http_client(server)
+    if isinstance(server, StdioServerParameters):
+        return stdio_client(server)
+    return cast("Transport", server)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

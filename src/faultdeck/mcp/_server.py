@@ -7,6 +7,13 @@ request faultdeck records (``tools/list``, ``tools/call``, ``resources/list``,
 upstream and the answers are the cassette's; recording through a proxy, the session's
 upstream is the live server, reached through ``faultdeck.mcp.Client``.
 
+The host gets what the server sent: an answer goes on the wire as recorded, past the SDK's
+own shaping of a result (which would add defaults and a ``_meta`` stamp, and drop fields
+it does not know), and the session opens as the server opened it: ``initialize`` answers
+with the server's ``serverInfo``, ``capabilities`` and ``instructions`` (the protocol
+version is the one negotiated with this host), ``server/discover`` with the server's own
+answer to it.
+
 A request the cassette has no answer for (``ReplayMiss``) is answered with an MCP error
 carrying the miss's text (which call, after how many agreeing calls, which argument
 changed), and the server keeps serving. A fault shows the way MCP delivers it:
@@ -14,8 +21,8 @@ changed), and the server keeps serving. A fault shows the way MCP delivers it:
 - ``error_result``: a ``tools/call`` result with ``isError: true`` and the fault's message;
 - ``timeout``: no answer at all, until the client gives up and cancels (held ``HOLD`` s);
 - ``malformed``: a tool with an ``outputSchema`` gets ``structuredContent`` that breaks it
-  (the client's SDK rejects it); any other request gets a result that is not one, sent
-  as it is, past the server's own result check (the client's SDK fails to read it);
+  (the client's SDK rejects it); any other request gets a result that is not one (the
+  client's SDK fails to read it);
 - ``disconnect``: the server goes away mid-session (``on_gone("disconnect")``: by default
   the cassette is closed and the process ends, closing its pipes and sockets);
 - ``error``: an MCP error response with the fault's message.
@@ -25,6 +32,7 @@ The crash fault ends the process at once, the cassette left without its end line
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -32,12 +40,13 @@ from typing import Any, NoReturn
 
 import anyio
 import mcp_types as types
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.runner import serve_loop
 from mcp.shared.exceptions import MCPError
 
 from .._base.errors import ProcessKilled, ReplayMiss
-from ._calls import LIST_TOOLS, listed
+from ._calls import DISCOVER, HANDSHAKE, LIST_TOOLS, listed
 from ._session import Reply, Session
 
 HOLD = 300.0
@@ -57,22 +66,90 @@ _NOT_A_RESULT: dict[str, Any] = {
 """A result of no request: every list a result can hold is a number instead."""
 
 
-class _Unchecked(Exception):
-    """A result to send as it is, past the SDK's own result check (a malformed fault)."""
+class _AsSent(Exception):
+    """A result to send as it is, past the SDK's shaping and checking of results."""
 
     def __init__(self, result: dict[str, Any]) -> None:
-        super().__init__("a malformed result")
+        super().__init__("a result sent as it is")
         self.result = result
 
 
-async def _send_unchecked(
-    ctx: ServerRequestContext[Any, Any], call_next: CallNext
-) -> HandlerResult:
-    """Server middleware: a handler's ``_Unchecked`` result goes on the wire unvalidated."""
+async def _send_as_is(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: a handler's ``_AsSent`` result goes on the wire as it is."""
     try:
         return await call_next(ctx)
-    except _Unchecked as raw:
+    except _AsSent as raw:
         return raw.result
+
+
+def _opening(session: Session) -> ServerMiddleware[Any]:
+    """Server middleware: the session opens as the server opened it (``session.handshake``);
+    one whose opening is not known opens as the SDK's server opens one."""
+
+    async def opening(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        handshake = session.handshake
+        if handshake is None or ctx.method not in HANDSHAKE:
+            return await call_next(ctx)
+        answer = handshake.get(ctx.method)
+        if ctx.method == DISCOVER:
+            if answer is None:
+                return await call_next(ctx)
+            if "error" in answer:
+                error = answer["error"]
+                code = error.get("code", types.INTERNAL_ERROR)
+                raise MCPError(code, error.get("message", ""), error.get("data"))
+            return copy.deepcopy(answer.get("result") or {})
+        # The protocol version is the one agreed with this host; the rest, the server's.
+        negotiated = await call_next(ctx)
+        if not isinstance(negotiated, dict):
+            return negotiated
+        result = (answer or {}).get("result")
+        if isinstance(result, dict):
+            return {**copy.deepcopy(result), "protocolVersion": negotiated["protocolVersion"]}
+        return _declared(negotiated, (handshake.get(DISCOVER) or {}).get("result"))
+
+    return opening
+
+
+def _declared(initialize: dict[str, Any], discover: Any) -> dict[str, Any]:
+    """The SDK's ``initialize`` answer, with what the server declared when it opened the
+    session by ``server/discover``: its capabilities, instructions and server info."""
+    if not isinstance(discover, Mapping):
+        return initialize
+    for field in ("capabilities", "instructions"):
+        if field in discover:
+            initialize[field] = copy.deepcopy(discover[field])
+    stamp = discover.get("_meta")
+    if isinstance(stamp, Mapping) and isinstance(stamp.get(types.SERVER_INFO_META_KEY), Mapping):
+        initialize["serverInfo"] = dict(stamp[types.SERVER_INFO_META_KEY])
+    return initialize
+
+
+def handshake_only(session: Session) -> bool:
+    """Whether the server opened the session by the handshake alone (it answered no
+    ``server/discover``): served so too, a host that probes for the 2026 protocol is
+    told no, and opens by the handshake as it would have with the server."""
+    handshake = session.handshake
+    return handshake is not None and "result" not in (handshake.get(DISCOVER) or {})
+
+
+def discover_refused(session: Session) -> dict[str, Any]:
+    """The JSON-RPC error a session opened by the handshake alone answers
+    ``server/discover`` with: the server's own, else what a server of that protocol says."""
+    error = (session.handshake or {}).get(DISCOVER, {}).get("error")
+    if isinstance(error, dict):
+        return dict(error)
+    return {"code": types.METHOD_NOT_FOUND, "message": "Method not found", "data": DISCOVER}
+
+
+async def serve_stream(server: Server[Any], session: Session, read: Any, write: Any) -> None:
+    """Serve one host over a stream pair, in the protocol era the server was reached in."""
+    if not handshake_only(session):
+        await server.run(read, write, server.create_initialization_options())
+        return
+    async with server.lifespan(server) as state:
+        options = server.create_initialization_options()
+        await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
 
 def leave_process(session: Session) -> Gone:
@@ -145,7 +222,7 @@ class Answers:
             raise MCPError(code, message, data)
         if method == "tools/list":
             self._learn(reply.value)
-        return reply.value or {}
+        raise _AsSent(reply.value or {})
 
     async def _fault(self, method: str, params: dict[str, Any], reply: Reply) -> HandlerResult:
         shape = reply.shape
@@ -162,7 +239,7 @@ class Answers:
                 text = types.TextContent(type="text", text="malformed")
                 broken = {"faultdeck": "a result that breaks this tool's outputSchema"}
                 return types.CallToolResult(content=[text], structured_content=broken)
-            raise _Unchecked(dict(_NOT_A_RESULT))
+            raise _AsSent(dict(_NOT_A_RESULT))
         raise MCPError(types.INTERNAL_ERROR, reply.message)
 
     # -- the handlers ------------------------------------------------------------------------
@@ -228,5 +305,5 @@ def build_server(
         on_list_prompts=answers.list_prompts,  # type: ignore[arg-type]
         on_get_prompt=answers.get_prompt,  # type: ignore[arg-type]
     )
-    server.middleware.append(_send_unchecked)
+    server.middleware += [_opening(session), _send_as_is]
     return server

@@ -9,7 +9,9 @@ mcp serve`` answers (or fails to answer) on the wire.
 
 The session keeps each tool's schema version: the live listing's in the modes that reach
 the server (checked against the cassette's, one warning per tool that changed), the
-cassette's in replay.
+cassette's in replay. It keeps how the server opened the session too (``handshake``: its
+``initialize`` answer, its ``server/discover`` one), as the server sent it: live, the first
+call the session records stores it in its ``meta``; in replay it comes from there.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from .._deck.deck import Deck
 from .._keys.canonical import SCHEMA_DEFAULT
 from ..faults import KINDS
 from ..faults._kinds import McpShape
-from ._calls import call_args, call_name, listed, recorded_tools, schema_version
+from ._calls import (
+    call_args,
+    call_name,
+    listed,
+    recorded_handshake,
+    recorded_tools,
+    schema_version,
+)
 
 Upstream = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """The live server: ``(method, params)`` to the result, as MCP JSON."""
@@ -89,6 +98,14 @@ class Session:
         self._recorded, self.outputs = recorded_tools(recording)
         self.versions = dict(self._recorded)
         self._warned: set[str] = set()
+        self.handshake = recorded_handshake(deck.recording)
+        self._unstored: dict[str, Any] | None = None
+
+    def opened(self, handshake: dict[str, Any]) -> None:
+        """The live server opened the session so: answer hosts with it, and store it with
+        the first call this session records."""
+        self.handshake = handshake
+        self._unstored = handshake
 
     @property
     def live(self) -> bool:
@@ -138,6 +155,8 @@ class Session:
         call = await self.deck.abegin(
             "tool", name, call_args(method, params), schema_version=schema
         )
+        if self._unstored is not None and call.write:
+            call.meta, self._unstored = {"handshake": self._unstored}, None
         output = self.outputs.get(name) if tool else None
         fault = call.fault
         if fault is not None and fault.raises and (call.fault_applied or call.recorded is None):
