@@ -57,11 +57,15 @@ browser:
 
 # Servers and clients nobody here wrote, which the suite records and replays: httpbin (its own
 # venv: on Python 3.11 it pins greenlet below 3, which Playwright cannot use) served by
-# waitress, and from npm the OpenAI Node SDK and the reference filesystem MCP server.
+# waitress, from npm the OpenAI Node SDK and the reference filesystem MCP server, and curl.
 HTTPBIN := $(VENV)-httpbin/.installed
 NODE_DEPS := tests/node/node_modules/.installed
 
 servers: $(HTTPBIN) $(NODE_DEPS)
+	@command -v curl >/dev/null 2>&1 || { \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing curl for the server tests"; \
+	  $$sudo apt-get update -q && $$sudo apt-get install -y -q curl; }
 
 $(HTTPBIN):
 	$(PY) -m venv $(VENV)-httpbin

@@ -26,7 +26,7 @@ from typing import Any
 
 from .._base.errors import ConfigError
 from .._keys.redact import DROP, PLAIN, SECRET, Redactor
-from .._keys.secrets import mask
+from .._keys.secrets import MASK_RE, mask
 
 # Request headers that change what a provider answers.
 KEEP_REQUEST_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
@@ -165,6 +165,10 @@ def stored_headers(
     return kept
 
 
+def _cookie_mask(found: re.Match[str]) -> str:
+    return found.group()[1:-1].replace(":", "-")
+
+
 def _masked(name: str, value: str, redactor: Redactor) -> str:
     """One response header's value as recorded (``stored_headers``)."""
     if name == "set-cookie":
@@ -176,7 +180,9 @@ def _masked(name: str, value: str, redactor: Redactor) -> str:
             and (redactor.field_kind(cookie.strip()) != PLAIN or _SESSION_COOKIE.search(cookie))
         ):
             pair = f"{cookie}={mask(content.strip())}"
-        return redactor.redact_text(pair + sep + attributes)
+        # The jar sends a cookie back in a request header, which must be ASCII: its mask
+        # is spelled ``redacted-sha256-<8 hex>``.
+        return MASK_RE.sub(_cookie_mask, redactor.redact_text(pair + sep + attributes))
     if name in _AUTHENTICATE:
         scheme, space, token = value.partition(" ")
         if space and "=" not in token.rstrip("="):  # a token68 credential, not parameters
