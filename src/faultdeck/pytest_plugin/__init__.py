@@ -33,7 +33,13 @@ import pytest
 from .._base import terms
 from .._base.clock import SystemClock, VirtualClock
 from .._base.config import MODES, Settings, load_settings
-from .._base.errors import CassetteNotFound, ConfigError, ReplayMiss, StaleCassette
+from .._base.errors import (
+    CassetteCorrupt,
+    CassetteNotFound,
+    ConfigError,
+    ReplayMiss,
+    StaleCassette,
+)
 from .._base.words import plural
 from .._deck.deck import Deck
 from ._max_age import stale_message
@@ -299,6 +305,8 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
             item.stash[MISSING_KEY] = exc  # the call fails with it: see pytest_runtest_call
             yield deck
             return
+        except CassetteCorrupt as exc:  # bad input: its one line, not a traceback through us
+            pytest.fail(f"faultdeck: {exc}", pytrace=False)
         try:
             yield deck
         finally:
