@@ -70,7 +70,13 @@ def test_settings_reach_the_deck(tmp_path: Path) -> None:
             deck.env("REGION")
         recording = fd.load(path)
         assert recording.header.match == "strict"
-        assert recording.header.volatile == ("nonce",)
+        assert recording.header.volatile == (
+            "completed_at",
+            "createTime",
+            "created",
+            "created_at",
+            "nonce",
+        )
         search, region = recording.entries
         assert search.args == {"q": "x", "nonce": 0, "headers": {}}
         assert token not in path.read_text("utf-8")

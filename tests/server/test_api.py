@@ -114,7 +114,14 @@ def test_the_diff_takes_responses_and_ignore(client: TestClient) -> None:
         "/api/diff?a=base&b=runs/french&responses=1&ignore=content&ignore=trace"
     ).json()
     assert ignoring["responses"] is True
-    assert ignoring["ignored"] == ["content", "trace"]
+    assert ignoring["ignored"] == [
+        "completed_at",
+        "content",
+        "createTime",
+        "created",
+        "created_at",
+        "trace",
+    ]
     assert ignoring["identical"] is True
 
 
