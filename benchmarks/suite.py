@@ -11,6 +11,8 @@ recording     4.1-4.3  recording against the record contract floor and bare writ
 rehearsal     5.1      fresh one-fault replays per second
 serve         6.1      faultdeck serve replay throughput against a bare Starlette app
 scale         7.1-7.3  rehearse --jobs 2 and on Ray against --jobs 1; replay --repeat --jobs 2
+binary        8.1      HTTP replay of a 5 MB binary answer, the cassette read included, against
+                       a floor that reads the line and decodes the body (orjson + base64)
 
 The full run is sized to finish in under five minutes on two cores: vcrpy, quadratic in N,
 runs once per size past N=100 and on evenly spaced samples with body matching; the scale
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import deck_call, http_replay, loading, peers, recording, rehearsal, scale, serve
+from . import binary, deck_call, http_replay, loading, peers, recording, rehearsal, scale, serve
 from ._results import Goal, machine, table
 from ._timing import Timing
 
@@ -46,6 +48,7 @@ class Sizes:
     replay_reps: int
     serve: serve.Plan
     scale: scale.Plan
+    binary: binary.Plan
 
 
 FULL = Sizes(
@@ -71,6 +74,7 @@ FULL = Sizes(
     replay_reps=7,
     serve=serve.Plan(calls=200, reps=7),
     scale=scale.Plan(calls=3, repeat=6, reps=3),
+    binary=binary.Plan(size=5 * 1024 * 1024, reps=25),
 )
 """The sizes the goals speak of."""
 
@@ -99,6 +103,7 @@ QUICK = Sizes(
     replay_reps=1,
     serve=serve.Plan(calls=5, reps=1),
     scale=scale.Plan(calls=1, repeat=2, reps=1, ray=False, few=True, heavy=False),
+    binary=binary.Plan(size=64 * 1024, reps=1),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
@@ -133,21 +138,23 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     found_on = machine()
     with tempfile.TemporaryDirectory(prefix="faultdeck-bench-") as tmp:
         workdir = Path(tmp)
-        tell("1/8 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
+        tell("1/9 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
         http = http_replay.run(sizes.http, workdir)
-        tell("2/8 Deck.call replay: contract floor, bare floor, N=100,000")
+        tell("2/9 Deck.call replay: contract floor, bare floor, N=100,000")
         calls = deck_call.run(sizes.calls, workdir)
-        tell("3/8 Deck.call replay: agenttape, agentcassette, cassette-fn")
+        tell("3/9 Deck.call replay: agenttape, agentcassette, cassette-fn")
         peered = peers.run(sizes.peers, workdir)
-        tell(f"4/8 loading a {sizes.load_calls:,}-call cassette, and the memory it keeps")
+        tell(f"4/9 loading a {sizes.load_calls:,}-call cassette, and the memory it keeps")
         loaded = loading.run(sizes.load_calls, sizes.load_reps, workdir)
-        tell("5/8 recording: contract floor, bare writes")
+        tell("5/9 recording: contract floor, bare writes")
         recorded = recording.run(sizes.record, workdir)
-        tell("6/8 rehearsal throughput")
+        tell("6/9 rehearsal throughput")
         rehearsed = rehearsal.run(sizes.replays, sizes.replay_reps, workdir)
-        tell("7/8 faultdeck serve replay throughput")
+        tell("7/9 faultdeck serve replay throughput")
         served = serve.run(sizes.serve, workdir)
-        tell("8/8 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
+        tell(f"8/9 replaying a {sizes.binary.size:,}-byte binary answer: faultdeck, floor")
+        downloaded = binary.run(sizes.binary, workdir)
+        tell("9/9 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
         scaled = scale.run(sizes.scale, workdir)
         where = f"{tempfile.gettempdir()} ({_filesystem(workdir)})"
     goals = [
@@ -160,6 +167,7 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         *rehearsal.goals(rehearsed),
         *serve.goals(sizes.serve, served),
         *scale.goals(scaled),
+        *binary.goals(sizes.binary, downloaded),
     ]
     header, rows = http_replay.details(http)
     details = [
@@ -167,7 +175,13 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         ("Deck.call replay against the peers, per call", table(*peers.details(peered))),
         ("faultdeck serve replay, per request", table(*serve.details(served))),
     ]
-    notes = [*_notes(sizes, where, http), peers.NOTE, serve.NOTE, scale.note(sizes.scale)]
+    notes = [
+        *_notes(sizes, where, http),
+        peers.NOTE,
+        serve.NOTE,
+        scale.note(sizes.scale),
+        binary.NOTE,
+    ]
     return Results(goals, details, notes, found_on, time.perf_counter() - started)
 
 
