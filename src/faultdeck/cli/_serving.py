@@ -110,8 +110,18 @@ def serve(
     click.echo(f"  OpenAI base URL:    {url}/c/NAME/v1")
     click.echo(f"  Anthropic base URL: {url}/c/NAME")
     sys.stdout.flush()
+    # The answers relayed carry the upstream's own headers (``server``, ``date``): uvicorn
+    # adds none of its own beside them.
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            ws="none",
+            server_header=False,
+            date_header=False,
+        )
     )
     # uvicorn shuts down gracefully on SIGINT and SIGTERM (the cassettes get their end
     # lines), then raises the signal again for the handler it found: this one lets the
