@@ -12,8 +12,9 @@ faultdeck's cost over the floor is what its structure adds, not what its contrac
                    deques, a tuple appended to a log, a fresh copy of the answer.
                    No redaction: faultdeck's replay keys args unredacted first.
     record floor   per call: one walk of the args (normalize + redact), the key, the live
-                   call, one walk of the answer (check it is JSON, scrub wall-clock
-                   values, redact, learn its ids), the line (orjson of the entry object),
+                   call, one walk of the answer (check it is JSON, store the provider's
+                   volatile fields as placeholders, redact, learn its ids), the line
+                   (orjson of the entry object),
                    one write + flush.
 
 The benchmarks check, before timing, that a floor gives the keys (replay) or the lines
@@ -37,12 +38,12 @@ from faultdeck._keys.ids import _GENERATED, _PROVIDER_ID, _PROVIDER_PREFIXES, _U
 from faultdeck._keys.names import DROP, SECRET
 from faultdeck._keys.normalize import _DATETIME, TRANSPORT_FIELDS
 from faultdeck._keys.outputs import (
-    _DATE,
     INT_LIMIT,
     PLACEHOLDER_EPOCH,
-    _format_stamp,
+    PROVIDER_TIMES,
     is_epoch,
     is_time_field,
+    stand_in,
 )
 from faultdeck._keys.redact import Redactor
 
@@ -131,23 +132,19 @@ def args_walk(  # noqa: C901 - one walk, every rule inlined (it is the hot path)
 def answer_walk(  # noqa: C901 - one walk, every rule inlined
     ids: dict[str, str], redactor: Redactor
 ) -> Callable[[Any, int, list[str]], Any]:
-    """The one walk of a live answer: JSON checked, wall-clock values scrubbed (by
-    ``seq``), secrets redacted, ids learned into ``ids``; ``walk(value, seq, found)`` also
-    lists the ids it found in ``found``, in order."""
+    """The one walk of a live answer: JSON checked, the provider's volatile fields
+    (``PROVIDER_TIMES``: nothing else is rewritten) stored as placeholders (by ``seq``),
+    secrets redacted, ids learned into ``ids``; ``walk(value, seq, found)`` also lists the
+    ids it found in ``found``, in order."""
     cached, flags_of = _field_flags(frozenset(), redactor)
     redact = redactor.redact_leaf
-    datetime, date = _DATETIME.fullmatch, _DATE.fullmatch
+    volatile = PROVIDER_TIMES
 
     def walk(value: Any, field: str | None, flags: int, stamp: int, found: list[str]) -> Any:  # noqa: C901 - inlined
         cls = type(value)
         if cls is str:
-            n = len(value)
-            if n >= 16:
-                match = datetime(value)
-                if match is not None:
-                    value = _format_stamp(stamp, match)
-            elif n == 10 and flags & _TIME and date(value):
-                value = "2000-01-01"
+            if field in volatile:
+                value = stand_in(value, False, stamp)
             if len(value) >= _REDACT_MIN or flags & _SECRET:
                 value = redact(value, bool(flags & _SECRET))
             if len(value) >= 8 and looks_like_id(value, field):
@@ -175,12 +172,7 @@ def answer_walk(  # noqa: C901 - one walk, every rule inlined
                 cls is float and not math.isfinite(value)
             ):
                 raise TypeError("not JSON: a number out of range")
-            if flags & _TIME:
-                if 1e9 <= value < 4e9:
-                    return cls(stamp)
-                if 1e12 <= value < 4e12:
-                    return cls(stamp * 1000)
-            return value
+            return stand_in(value, False, stamp) if field in volatile else value
         raise TypeError(f"not JSON: {cls.__name__}")
 
     return lambda value, seq, found: walk(value, None, 0, PLACEHOLDER_EPOCH + seq, found)

@@ -3,8 +3,9 @@
     faultdeck   Deck(mode="record") + deck.call(...): normalize, key, check, redact, one
                 unbuffered write per line (durability "flush", or "fsync" as its own row)
     contract    floors.RecordFloor: one fused walk per value (args: normalize + redact;
-                answer: check JSON, scrub wall-clock values, redact, learn ids), the key,
-                the line, one write + flush; checked to write faultdeck's lines (but ms)
+                answer: check JSON, store volatile fields as placeholders, redact, learn
+                ids), the key, the line, one write + flush; checked to write faultdeck's
+                lines (but ms)
     bare        open(path, "wb"); per line f.write(line); f.flush() (+ os.fsync for fsync)
 
 The bare floor writes the very lines faultdeck wrote (read back from a first recording).

@@ -4,8 +4,8 @@ one replayed chunk by chunk with its recorded timing on the deck's clock.
 
 A body is recorded with its chunks (``"chunks": [{"ms", "bytes"}, …]``) only where it came
 in pieces apart in time: pieces less than ``MERGE_MS`` after the one before are one chunk,
-so a download that came at once is stored as one body, and a trickle (``/drip``, NDJSON as
-a model writes it) keeps its timing.
+so a download that came at once (its reads a few ms apart on a busy machine) is stored as
+one body, and a trickle (``/drip``, NDJSON as a model writes it) keeps its timing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from .._base.clock import Clock
 
-MERGE_MS = 1.0
+MERGE_MS = 25.0
 """Pieces that arrive closer together than this (in ms) are one chunk."""
 
 Steps = Iterator[tuple[float, bytes]]
