@@ -258,9 +258,12 @@ def test_a_recording_during_an_outage_says_what_it_could_not_hold(tmp_path: Path
         "    print('the service is down; the agent carries on')\n"
     )
     done = run("record", "run.jsonl", "--", sys.executable, "outage.py", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "faultdeck: warning: 1 live call got no answer (ConnectError)" in done.stderr
-    assert "does not hold it and a replay misses there" in done.stderr
+    assert done.returncode == 1, done.stderr
+    assert "the agent carries on" in done.stdout
+    assert (
+        "recorded 0 of 1 call: 1 got no answer (ConnectError); run.jsonl holds only the "
+        "answered ones, and a replay misses at the others: record again once the service answers"
+    ) in done.stdout
     assert not fd.load(tmp_path / "run.jsonl").entries
 
 

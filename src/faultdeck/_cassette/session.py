@@ -127,6 +127,7 @@ class CassetteSession:
         self._writer: Writer | None = None
         self._file_lock: LockFile | None = None
         self._file_calls = 0
+        self._first_call = 0  # the file's lines before this run's first call
         self._rules: str | None = None
         self._compact = False
         self._failed: CassetteWriteError | None = None
@@ -140,6 +141,12 @@ class CassetteSession:
     def writing(self) -> bool:
         """Whether a call's line goes to the file (the cassette was started or continued)."""
         return self._writer is not None
+
+    @property
+    def stored(self) -> int:
+        """The calls this run wrote (a fork's copied calls and a continued file's own are
+        not counted)."""
+        return self._file_calls - self._first_call
 
     @property
     def partial(self) -> str:
@@ -194,13 +201,14 @@ class CassetteSession:
         self._rules = rules
         for entry in entries:
             self.write(entry.to_json())
+        self._first_call = self._file_calls
 
     def extend(self, recording: Recording, *, rules: str | None = None) -> None:
         """Continue ``recording``'s file after its last whole line; ``rules`` as ``start``
         takes them (``None`` unless the file's calls so far were keyed so under them)."""
         self._rules = rules
         self.working = os.path.realpath(recording.path)
-        self._file_calls = len(recording.entries)
+        self._file_calls = self._first_call = len(recording.entries)
         # Intents and aborts are dropped on a clean close.
         self._compact = bool(recording.intents or recording.aborted)
         keep = recording.valid_bytes if recording.truncated_line else None
@@ -266,9 +274,11 @@ class CassetteSession:
                 writer.close()
         self.release()
 
-    def close(self, status: str) -> None:
+    def close(self, status: str, *, keep: bool = False) -> None:
         """End the file and release the lock; a fresh recording replaces the cassette only
-        when ``status`` is ``ok``, else it stays in its partial file beside it.
+        when ``status`` is ``ok``, else it stays in its partial file beside it. With
+        ``keep`` (live calls got no answer) a fresh recording ends ``ok`` but stays beside
+        the cassette all the same, in ``kept``; the caller says why.
 
         Raises:
             CassetteWriteError: the disk refused the end; the cassette is as it was.
@@ -289,7 +299,7 @@ class CassetteSession:
                 return
             writer.close()
             fresh = self.working != self.real
-            target = self.real if self._replace or not fresh else self.working
+            target = self.real if (self._replace and not keep) or not fresh else self.working
             try:
                 finish(self.working, target, end, compact=self._compact)
             except CassetteWriteError as exc:

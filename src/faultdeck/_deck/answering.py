@@ -41,6 +41,7 @@ class Ledger(Protocol):
     redactor: Redactor
     store_output: Store
     file: CassetteSession
+    unanswered: list[str]
 
     @property
     def where(self) -> str:

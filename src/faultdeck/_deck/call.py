@@ -29,7 +29,7 @@ from .._base.errors import (
     ProcessKilled,
     SideEffectBlocked,
 )
-from .._cassette.errorjson import error_from_json, error_to_json, unreached
+from .._cassette.errorjson import error_from_json, error_to_json
 from .._cassette.format import Entry
 from .._cassette.lines import RESTORE, http_answer_problem
 from .._keys.fields import ABSENT
@@ -39,6 +39,7 @@ from ..faults import Fault
 from ..faults import from_json as fault_from_json
 from .answering import Answering, number
 from .miss import in_doubt
+from .outage import no_answer
 from .report import CallRecord, Source
 
 T = TypeVar("T")
@@ -255,7 +256,9 @@ class Call(Answering):
 
     def fail(self, exc: BaseException) -> None:
         """Log a live call that raised ``exc``, and record the error when recording; an
-        error that means the world was never reached (no connection) is not recorded."""
+        error that means the call got no answer (no connection, nothing back in time) is
+        not recorded but counted (``outage.py``): the run then keeps the cassette it
+        records over."""
         run = self._run
         ms = round((run.clock.now() - self.started) * 1000, 3)
         code = getattr(exc, "code", None)
@@ -269,7 +272,8 @@ class Call(Answering):
             )
             if not self.write:
                 return
-            if unreached(exc):
+            if no_answer(exc):
+                run.unanswered.append(type(exc).__name__)
                 if self.intent:
                     run.file.intent({"abort": self.seq, "key": self.key})
                 return

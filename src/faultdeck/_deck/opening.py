@@ -10,6 +10,7 @@ a killed process would. ``Run`` is the rest of the run (``run.py``).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import deque
@@ -26,6 +27,9 @@ from .._keys.normalize import Normalizer
 from ..faults import FaultRun
 from .fork import ForkPoint, start_fork
 from .index import ReplayIndex
+from .outage import outage_line
+
+log = logging.getLogger("faultdeck")
 
 
 class Opening:
@@ -54,6 +58,7 @@ class Opening:
     _faulted: bool
     _fault_run: FaultRun | None
     _in_flight: dict[str, deque[Intent]]
+    unanswered: list[str]
     _begun: int
     _unseen: int
     _on_harness_change: str
@@ -143,16 +148,37 @@ class Opening:
                 )
 
     def close(self, status: str) -> None:
-        """Write the end line (when writing) and release the cassette; once."""
+        """Write the end line (when writing) and release the cassette; once. A run in which
+        live calls got no answer keeps the cassette it records over and says so
+        (``outage.py``)."""
         with self.lock:
             if self._closed:
                 return
             self._closed = True
             writing = self.file.writing
-            self.file.close(status)
+            outage = writing and status == "ok" and bool(self.unanswered)
+            self.file.close(status, keep=outage)
             if self._copy is not None:
                 working = self.file.working if writing else None
-                self._copy.finish(working, ok=status == "ok", replace=self._replace)
+                # Kept local, as for a caller that decides later: the store keeps its cassette.
+                replace = self._replace and not outage
+                self._copy.finish(working, ok=status == "ok", replace=replace)
+            if outage and self._replace:
+                log.warning("%s", self.outage())
+
+    def outage(self) -> str | None:
+        """The line that says which live calls got no answer and what was kept
+        (``outage_line``), or ``None`` when every live call was answered."""
+        if not self.unanswered:
+            return None
+        return outage_line(
+            mode=self.mode,
+            stored=self.file.stored,
+            used=self.index.served,
+            unanswered=self.unanswered,
+            cassette=self.path,
+            kept=(self._copy.kept if self._copy else None) or self.file.kept,
+        )
 
     def abandon(self) -> None:
         """Release the cassette without an end line; once."""

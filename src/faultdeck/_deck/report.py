@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from .._base.words import plural
+from .outage import outage_line
+
 Source = Literal["replay", "live", "miss", "blocked", "fault"]
 
 
@@ -95,7 +98,12 @@ class Report:
         interrupted: the cassette's recorded run did not close cleanly.
         calls: every call, in the order they started.
         kept: where a fresh recording was left, beside the cassette, because the run did
-            not close cleanly (the cassette itself is as it was); ``None`` otherwise.
+            not close cleanly or live calls got no answer (the cassette itself is as it
+            was); ``None`` otherwise.
+        stored: the calls this run wrote to its cassette (recording modes; ``0`` otherwise).
+        unanswered: the error type of each live call that got no answer (connection
+            refused, a name that does not resolve, nothing back in time): raised to the
+            program, never written.
     """
 
     cassette: str
@@ -114,11 +122,28 @@ class Report:
     interrupted: bool
     calls: tuple[CallRecord, ...]
     kept: str | None = None
+    stored: int = 0
+    unanswered: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         """No misses, no repeats and nothing left unused."""
         return not (self.misses or self.repeats or self.unused)
+
+    def outage(self) -> str | None:
+        """The line that says which live calls got no answer and what the run kept
+        (``recorded 0 of 6 calls: 6 got no answer (ConnectError); runs/base.jsonl kept,
+        …``), or ``None`` when every live call was answered."""
+        if not self.unanswered:
+            return None
+        return outage_line(
+            mode=self.mode,
+            stored=self.stored,
+            used=self.used,
+            unanswered=self.unanswered,
+            cassette=self.cassette,
+            kept=self.kept,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
@@ -135,6 +160,10 @@ class Report:
         ]
         if self.interrupted:
             lines.append("  the recorded run was interrupted (no end line)")
+        if self.unanswered:
+            types = ", ".join(sorted(set(self.unanswered)))
+            calls = plural(len(self.unanswered), "live call")
+            lines.append(f"  {calls} got no answer ({types}), not written")
         if self.kept:
             lines.append(f"  the new recording was kept in {self.kept}; the cassette is as it was")
         if self.faults:

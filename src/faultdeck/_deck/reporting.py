@@ -8,7 +8,7 @@ from .index import ReplayIndex
 from .report import CallRecord, Report
 
 
-def build_report(
+def build_report(  # noqa: PLR0913 - keyword-only: the run's state, read once under its lock
     calls: tuple[CallRecord, ...],
     *,
     cassette: str,
@@ -18,6 +18,8 @@ def build_report(
     clock: Clock,
     harness_changed: tuple[str, str] | None,
     kept: str | None,
+    stored: int,
+    unanswered: tuple[str, ...],
 ) -> Report:
     """The report of a run so far, from its ``calls`` and its state."""
     return Report(
@@ -37,4 +39,6 @@ def build_report(
         interrupted=bool(recording and recording.interrupted),
         calls=calls,
         kept=kept,
+        stored=stored,
+        unanswered=unanswered,
     )

@@ -156,6 +156,8 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         self._seq = 0
         self.ids = IdMap()
         self.log: list[Logged] = []
+        # The error type of each live call that got no answer (``outage.py``): not written.
+        self.unanswered: list[str] = []
 
     @property
     def recording(self) -> Recording | None:
@@ -337,4 +339,6 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
                 clock=self.clock,
                 harness_changed=self._harness_changed,
                 kept=kept,
+                stored=self.file.stored,
+                unanswered=tuple(self.unanswered),
             )

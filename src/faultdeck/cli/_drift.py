@@ -18,6 +18,7 @@ import tempfile
 import click
 
 from .._base import terms
+from .._base.words import plural
 from .._cassette import store
 from .._cassette.reader import load
 from .._diff.drift import Drift, compare_drift, drift_json, drift_text
@@ -97,7 +98,15 @@ def drift(
         if fmt != "json":
             again = ["--allow-side-effects"] if allow_side_effects else []
             out.print(verdict(found, cassette, (*again, "--", *command)), markup=False)
-        if update:
+        if update and report["unanswered"]:
+            # Calls that got no answer are not in the live recording: it replaces nothing.
+            types = ", ".join(sorted(set(report["unanswered"])))
+            click.echo(
+                f"not updated: {plural(len(report['unanswered']), 'live call')} got no answer "
+                f"({types}), so {cassette} was left as it was; update once the service answers",
+                err=True,
+            )
+        elif update:
             _update(cassette, target, live_path, found)
         if found.drifted:
             raise Finding

@@ -24,9 +24,10 @@ from .._cassette import store
 from .._cassette.reader import interrupted_warning
 from .._cassette.writer import partial_path
 from .._deck.fork import AT_ENV, PARENT_ENV, ForkPoint, start_fork
+from .._deck.outage import outage_line
 from ._child import location, no_report, run_child
 from ._common import Finding, cli, console
-from ._running import finished, unanswered
+from ._running import finished
 
 
 @cli.command()
@@ -90,25 +91,34 @@ def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
     if report is None:
         out.print(no_report(command, code, stderr), markup=False)
         raise Finding
-    placed = code == 0 and finished(partial)
+    answered = not report["unanswered"]  # else the recording lacks calls: it places nothing
+    placed = code == 0 and answered and finished(partial)
     if placed:
         os.replace(partial, os.path.realpath(output))
-    written = output if placed or not os.path.exists(partial) else partial
     out.print(
         f"forked {cassette} at seq {at} into {output}: {plural(report['used'], 'call')} "
-        f"replayed, {report['live']} live",
+        f"replayed, {report['stored']} live",
         markup=False,
     )
-    lost = unanswered(report, written)
-    if lost:
-        click.echo(f"faultdeck: warning: {lost}", err=True)
+    if not answered:
+        line = outage_line(
+            mode="fork",
+            stored=report["stored"],
+            used=report["used"],
+            unanswered=report["unanswered"],
+            cassette=output,
+            kept=partial if os.path.exists(partial) else None,
+        )
+        out.print(line, markup=False)
     if code != 0:
         out.print(f"the program exited with {code}")
-        if os.path.exists(partial):
-            kept = "left as it was" if os.path.exists(output) else "not written"
+        if answered and os.path.exists(partial):
+            kept_as = "left as it was" if os.path.exists(output) else "not written"
             again = f"faultdeck resume {output} -- {shlex.join(command)}"
             out.print(
-                f"{output} was {kept}; the new recording is in {partial} (finish it with: {again})",
+                f"{output} was {kept_as}; the new recording is in {partial} "
+                f"(finish it with: {again})",
                 markup=False,
             )
+    if code != 0 or not answered:
         raise Finding

@@ -15,6 +15,7 @@ from .._base.words import plural
 from .._cassette import store
 from .._cassette.reader import load
 from .._cassette.writer import partial_path
+from .._deck.outage import outage_line
 from ..faults import FaultPlan
 from ._child import (
     Ran,
@@ -82,35 +83,41 @@ def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
     if report is None:
         out.print(no_report(command, code, stderr), markup=False)
         raise Finding
-    calls = report["live"] + report["used"]
+    # Live calls that got no answer: the recording lacks them, so it replaces nothing.
+    answered = not report["unanswered"]
     if url:
         # The program's deck left its finished copy local (report["kept"]); it goes to the
         # store, whole, only once the program has exited 0.
         partial = report.get("kept") or ""
-        lost = unanswered(report, partial) if partial else None
-        placed = code == 0 and bool(partial) and finished(partial)
+        placed = code == 0 and answered and bool(partial) and finished(partial)
         if placed:
             store.upload(partial, cassette)
             shutil.rmtree(os.path.dirname(partial), ignore_errors=True)
     else:
-        placed = code == 0 and finished(partial)
+        placed = code == 0 and answered and finished(partial)
         if placed:
             os.replace(partial, os.path.realpath(cassette))
-        written = cassette if placed or not os.path.exists(partial) else partial
-        lost = unanswered(report, written)
     verb = {"record": "recorded", "append": "appended"}.get(mode, "resumed")
-    live = plural(report["live"], "call")
-    if mode == "append":
-        out.print(f"{verb} {live} to {cassette} ({report['used']} replayed from it)")
+    stored, used = report["stored"], report["used"]
+    if not answered:
+        line = outage_line(
+            mode=mode,
+            stored=stored,
+            used=used,
+            unanswered=report["unanswered"],
+            cassette=cassette,
+            kept=partial if partial and os.path.exists(partial) else None,
+        )
+        out.print(line, markup=False)
+    elif mode == "append":
+        out.print(f"{verb} {plural(stored, 'call')} to {cassette} ({used} replayed from it)")
     else:
-        out.print(f"{verb} {plural(calls, 'call')} ({report['live']} live) into {cassette}")
-    if lost:
-        click.echo(f"faultdeck: warning: {lost}", err=True)
+        out.print(f"{verb} {plural(stored + used, 'call')} ({stored} live) into {cassette}")
     if code != 0:
         out.print(f"the program exited with {code}")
-        if partial and os.path.exists(partial):
+        if answered and partial and os.path.exists(partial):
             there = store.exists(cassette) if url else os.path.exists(cassette)
-            kept = "left as it was" if there else "not written"
+            kept_as = "left as it was" if there else "not written"
             again = f"faultdeck {'record' if url else 'resume'} {cassette} -- {' '.join(command)}"
             finish = (
                 f" (a store's recording cannot be resumed; record it again: {again})"
@@ -118,25 +125,11 @@ def run_writing(cassette: str, command: tuple[str, ...], mode: str) -> None:
                 else f" (finish it with: {again})"
             )
             out.print(
-                f"{cassette} was {kept}; the new recording is in {partial}{finish}",
+                f"{cassette} was {kept_as}; the new recording is in {partial}{finish}",
                 markup=False,
             )
+    if code != 0 or not answered:
         raise Finding
-
-
-def unanswered(report: dict[str, Any], written: str) -> str | None:
-    """What to say of live calls that got no answer to record (the service was down)."""
-    entries = len(load(written).entries) if os.path.exists(written) else report["entries"]
-    missing = report["live"] - (entries - report["entries"])
-    if missing <= 0:
-        return None
-    errors = sorted({c["error"] for c in report["calls"] if c["source"] == "live" and c["error"]})
-    why = f" ({', '.join(errors)})" if errors else ""
-    return (
-        f"{plural(missing, 'live call')} got no answer{why}, so {written} does not hold "
-        f"{'it' if missing == 1 else 'them'} and a replay misses there; record again once the "
-        "service answers"
-    )
 
 
 def finished(path: str) -> bool:

@@ -160,10 +160,22 @@ def pytest_runtest_makereport(
         _show_miss(item, report, call.excinfo.value)
     deck = item.stash.get(DECK_KEY, None)
     if deck is not None and call.when == "call":
+        if report.passed:
+            _fail_outage(report, deck)
         item.stash[FAILED_KEY] = report.failed
         if report.passed and item.stash[RESOLVED_KEY].strict:
             _fail_unused(item, report, deck)
     return report
+
+
+def _fail_outage(report: pytest.TestReport, deck: Deck) -> None:
+    """Fail a test whose recording met an outage: live calls got no answer, so the deck
+    keeps the cassette it records over (closed here, its body being over, to say where)."""
+    if not deck.report().unanswered:
+        return
+    deck.close()
+    report.outcome = "failed"
+    report.longrepr = f"faultdeck: {deck.report().outage()}"
 
 
 def _show_miss(item: pytest.Item, report: pytest.TestReport, miss: BaseException) -> None:
