@@ -25,7 +25,7 @@ from ..faults import KINDS
 from ._bodies import encode, request_body
 from ._chunks import chunk_types, replayed_chunks
 from ._live import Live, Owner, Step
-from ._shapes import classify, name_of, request_args, without_password
+from ._shapes import classify, name_of, request_args
 from ._streams import stream_types
 
 # Faults this boundary shapes into the real answer instead of raising in its place.
@@ -43,13 +43,10 @@ class Exchange(Live):
         path = url.path  # decoded anew at each read
         # Pairs hide their names from the field rules, so the query is redacted by name here.
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
-        auth = request.headers.get("authorization")
-        if auth is not None:
-            path, query = without_password(auth, path, query)
-        self.kind, self.name = name_of(method, path)
         # The args as sent: the body as its bytes, parsed only when a call needs it (``args``).
         sent = Fragment(body) if body else None
         self.sent = request_args(method, path, query, request.headers, sent, owner.keep)
+        self.kind, self.name = name_of(method, self.sent["path"])  # (a password masked)
         self.body = body
         self.ordinal = 0
 
@@ -188,12 +185,14 @@ class Exchange(Live):
         the coding's compressor is not installed). A body read whole comes with the
         ``Content-Length`` httpx would add itself (a default header costs it a failed lookup
         and a rebuild of the headers), unless the recording kept one (a HEAD answer)."""
-        raw: list[tuple[bytes, bytes]] = []
-        for name, value in headers.items():
-            if type(value) is list:
-                raw.extend((name.encode(), one.encode()) for one in value)
-            else:
-                raw.append((name.encode(), value.encode()))
+        try:
+            raw = [(name.encode(), value.encode()) for name, value in headers.items()]
+        except AttributeError:  # a header sent more than once: a list of its values
+            raw = [
+                (name.encode(), one.encode())
+                for name, value in headers.items()
+                for one in (value if type(value) is list else (value,))
+            ]
         response = self.owner.httpx.Response
         if stream is not None:
             return response(status, headers=raw, stream=stream, request=self.request)

@@ -78,10 +78,9 @@ def request_args(
 ) -> dict[str, Any]:
     """A request as the args of a boundary call, but for its body: ``body`` is what they
     hold under ``body`` (the bytes as an ``orjson.Fragment``, for ``Deck.take_recorded``),
-    ``None`` when the request has none (``Exchange.args`` puts the body by meaning)."""
-    args: dict[str, Any] = {"method": method, "path": path}
-    if query:
-        args["query"] = [list(pair) for pair in query]
+    ``None`` when the request has none (``Exchange.args`` puts the body by meaning). The
+    password of a Basic ``authorization`` is masked where the path or query holds it
+    (``without_password``); ``args["path"]`` is the path as masked."""
     kept: dict[str, str] = {}
     # One pass over the request's raw headers (a lookup by name scans them all each time),
     # decoding only what is kept: ``multi_items`` decodes every name and value, after
@@ -93,10 +92,18 @@ def request_args(
     triples = getattr(headers, "_list", None)
     if triples is None:
         triples = [(raw_name, raw_name.lower(), value) for raw_name, value in headers.raw]
+    basic = None
     for _, low, raw_value in triples:
         if low in wanted:
             name, value = low.decode("ascii"), raw_value.decode(headers.encoding)
             kept[name] = f"{kept[name]}, {value}" if name in kept else value
+        elif low == b"authorization" and raw_value[:6].lower() == b"basic ":
+            basic = raw_value
+    if basic is not None:
+        path, query = without_password(basic.decode("latin-1"), path, query)
+    args: dict[str, Any] = {"method": method, "path": path}
+    if query:
+        args["query"] = [list(pair) for pair in query]
     if kept:
         args["headers"] = dict(sorted(kept.items()))
     if body is not None:
@@ -112,25 +119,25 @@ def _raw_names(names: frozenset[str]) -> frozenset[bytes]:
 
 
 def without_password(
-    authorization: str, path: str, query: list[list[str]]
+    authorization: str, path: str, query: Sequence[Sequence[str]]
 ) -> tuple[str, list[list[str]]]:
     """The path and query with the password of a Basic ``authorization`` masked where it
     stands in them (httpbin's ``/basic-auth/user/<password>``): the header is never stored,
     and neither is what it carries. A password shorter than ``_MIN_PASSWORD`` is left be
     (it would mask parts of unrelated words)."""
     scheme, _, token = authorization.partition(" ")
+    pairs = [list(pair) for pair in query]
     if scheme.lower() != "basic":
-        return path, query
+        return path, pairs
     try:
         password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")[2]
     except (ValueError, UnicodeDecodeError):
-        return path, query
+        return path, pairs
     if len(password) < _MIN_PASSWORD:
-        return path, query
+        return path, pairs
     masked = mask(password)
     path = path.replace(password, masked)
-    query = [[name, value.replace(password, masked)] for name, value in query]
-    return path, query
+    return path, [[name, value.replace(password, masked)] for name, value in pairs]
 
 
 def stored_headers(
