@@ -177,9 +177,7 @@ def test_every_answer_header_is_recorded_redacted(tmp_path: Path) -> None:
     path = tmp_path / "custom.jsonl"
     with Upstream(app=custom_app()) as up:
         with fd.Deck(path, mode="record") as deck:
-            with httpx2.Client(
-                transport=Transport(deck, httpx=httpx2)
-            ) as client:
+            with httpx2.Client(transport=Transport(deck, httpx=httpx2)) as client:
                 base = up.url
                 live = client.get(f"{base}/thing")
                 live_stream = client.get(f"{base}/events")
