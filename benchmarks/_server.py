@@ -15,7 +15,6 @@ import orjson
 
 PATH = "/v1/chat/completions"
 REQUEST_HEADERS = {"content-type": "application/json", "authorization": "Bearer bench-not-a-key"}
-RESPONSE_HEADERS = {"content-type": "application/json"}
 
 _PARAGRAPH = (
     "The retry budget bounds how long the loop may wait in all: every backoff and every "

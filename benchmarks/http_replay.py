@@ -7,8 +7,9 @@
                 looked up by key; the answer is a new httpx.Response of the recorded body
     vcrpy       httpx.Client() under vcr.use_cassette(record_mode="none"), default matchers
                 and with body matching
-    floor       httpx.Client(transport=httpx.MockTransport(handler)) answering canned bytes:
-                the least any in-process HTTP replay can cost
+    floor       httpx.Client(transport=httpx.MockTransport(handler)) answering canned bytes
+                with the headers the server sent (but the date, which no replay gives
+                back): the least any in-process HTTP replay can cost
 
 Each tool replays what it recorded itself, once beforehand, from the same local server,
 which is stopped before any replay: a replay that reached for the network would fail.
@@ -48,7 +49,7 @@ import faultdeck as fd
 from faultdeck.http import Transport
 
 from ._results import Goal, at_least, at_most
-from ._server import REQUEST_HEADERS, RESPONSE_HEADERS, completion, request_bodies, serving
+from ._server import REQUEST_HEADERS, completion, request_bodies, serving
 from ._timing import Body, Contender, Timing, interleave, paired
 
 FAULTDECK = "faultdeck"
@@ -338,9 +339,12 @@ def _faultdeck(rec: Recorded) -> Iterator[Body]:
 def _floor(rec: Recorded) -> Iterator[Body]:
     _check_unpatched()
     content = completion()
+    # What a faithful replay hands back: the server's headers as recorded (a client builds
+    # each one, and its cookie jar reads them all).
+    headers = fd.load(rec.faultdeck).entries[0].value["headers"]
 
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=content, headers=RESPONSE_HEADERS)
+        return httpx.Response(200, content=content, headers=headers)
 
     with httpx.Client(transport=httpx.MockTransport(handler), trust_env=False) as client:
         yield _loop(client, rec.url, rec.bodies)
