@@ -84,23 +84,28 @@ def replayed_chunks(
         offset += size
 
 
+class _Chunks:
+    """What both byte streams hold: a live body's tee and upstream, or a replayed body's
+    steps and clock (sync and async differ only in the loop around them)."""
+
+    def __init__(
+        self,
+        *,
+        tee: Tee | None = None,
+        upstream: Any = None,
+        steps: Steps | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.tee, self.upstream, self.steps, self.clock = tee, upstream, steps, clock
+
+
 @functools.cache
 def chunk_types(httpx: Any) -> tuple[type, type]:  # noqa: C901 - counts its nested classes' methods
     """Byte-stream classes for ``httpx``'s responses: a live body teed from ``upstream``
     (the inner transport's response, read raw: the client decodes it, as it would have),
     or a replayed one (``steps`` on ``clock``)."""
 
-    class SyncChunks(httpx.SyncByteStream):  # type: ignore[misc]
-        def __init__(
-            self,
-            *,
-            tee: Tee | None = None,
-            upstream: Any = None,
-            steps: Steps | None = None,
-            clock: Clock | None = None,
-        ) -> None:
-            self.tee, self.upstream, self.steps, self.clock = tee, upstream, steps, clock
-
+    class SyncChunks(_Chunks, httpx.SyncByteStream):  # type: ignore[misc]
         def __iter__(self) -> Iterator[bytes]:
             if self.steps is not None:
                 for wait, piece in self.steps:
@@ -124,17 +129,7 @@ def chunk_types(httpx: Any) -> tuple[type, type]:  # noqa: C901 - counts its nes
             if self.tee is not None:
                 self.tee.finish()
 
-    class AsyncChunks(httpx.AsyncByteStream):  # type: ignore[misc]
-        def __init__(
-            self,
-            *,
-            tee: Tee | None = None,
-            upstream: Any = None,
-            steps: Steps | None = None,
-            clock: Clock | None = None,
-        ) -> None:
-            self.tee, self.upstream, self.steps, self.clock = tee, upstream, steps, clock
-
+    class AsyncChunks(_Chunks, httpx.AsyncByteStream):  # type: ignore[misc]
         async def __aiter__(self) -> AsyncIterator[bytes]:
             if self.steps is not None:
                 for wait, piece in self.steps:
