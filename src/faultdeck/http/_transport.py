@@ -19,7 +19,7 @@ from .._base.clock import VirtualClock
 from .._deck.deck import Deck
 from ._exchange import Exchange
 from ._order import Order
-from ._shapes import KEEP_REQUEST_HEADERS, header_names
+from ._shapes import KEEP_REQUEST_HEADERS, header_names, name_of
 
 if TYPE_CHECKING:
     # To a type checker each transport is the transport type of both httpx and httpx2, so
@@ -107,8 +107,6 @@ class _Base:
             return
         if retries <= 0:
             return
-        from ._shapes import name_of  # (only for an SDK's retry)
-
         method, _, rest = identity.partition(" ")
         name = name_of(method, self.httpx.URL(rest.rpartition(" ")[0]).path)[1]
         names = {name, self.deck.redactor.redact_text(name)}
