@@ -26,9 +26,15 @@ $(RUNTIME): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[redteam]'
 	touch $(RUNTIME)
 
+# httpbin, the HTTP zoo the suite records, pins greenlet below 3 on Python 3.11 for gevent,
+# which it never imports, and Playwright needs greenlet 3: it goes in without its pins, its
+# own dependencies with `.[dev]`.
+HTTPBIN := 'httpbin==0.10.4'
+
 # `.[dev]` holds the runtime install too, so it stamps both.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps $(HTTPBIN)
 	touch $(RUNTIME) $(STAMP)
 
 demo: $(RUNTIME)
@@ -55,22 +61,16 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  $$sudo apt-get update -q && $$sudo apt-get install -y -q chromium; }
 
-# Servers and clients nobody here wrote, which the suite records and replays: httpbin (its own
-# venv: on Python 3.11 it pins greenlet below 3, which Playwright cannot use) served by
-# waitress, from npm the OpenAI Node SDK and the reference filesystem MCP server, and curl.
-HTTPBIN := $(VENV)-httpbin/.installed
+# Clients and servers nobody here wrote, which the suite records and replays, besides the
+# Python ones in `.[dev]`: from npm the OpenAI Node SDK and the reference filesystem MCP
+# server, and curl.
 NODE_DEPS := tests/node/node_modules/.installed
 
-servers: $(HTTPBIN) $(NODE_DEPS)
+servers: $(NODE_DEPS)
 	@command -v curl >/dev/null 2>&1 || { \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  echo "installing curl for the server tests"; \
 	  $$sudo apt-get update -q && $$sudo apt-get install -y -q curl; }
-
-$(HTTPBIN):
-	$(PY) -m venv $(VENV)-httpbin
-	$(VENV)-httpbin/bin/python -m pip install --quiet 'httpbin==0.10.4' 'waitress>=3,<4'
-	touch $@
 
 $(NODE_DEPS): tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
@@ -91,7 +91,8 @@ $(VENV)-%/.installed: pyproject.toml
 	  echo "warning: python$* not found on PATH or under pyenv; the suite will run on $(HERE) only (install Python $* to run it there too)"; exit 0; \
 	fi; \
 	$$py -m venv $(VENV)-$* && $(VENV)-$*/bin/python -m pip install --quiet --upgrade pip \
-	  && $(VENV)-$*/bin/python -m pip install --quiet -e '.[dev]' && touch $@
+	  && $(VENV)-$*/bin/python -m pip install --quiet -e '.[dev]' \
+	  && $(VENV)-$*/bin/python -m pip install --quiet --no-deps $(HTTPBIN) && touch $@
 
 test-pythons: $(OTHER_VENVS)
 	@for v in $(filter-out $(HERE),$(PYTHONS)); do \

@@ -1,29 +1,28 @@
-"""httpbin, the HTTP zoo from PyPI, served by waitress on 127.0.0.1 from its own venv
-(``make servers`` builds ``.venv-httpbin``: on Python 3.11 httpbin pins a greenlet that
-Playwright cannot share a venv with)."""
+"""httpbin, the HTTP zoo from PyPI, served by waitress on 127.0.0.1 in a process of its own
+(``make test`` installs both into the venv the suite runs in)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
-
-ROOT = Path(__file__).resolve().parents[2]
-PYTHON = ROOT / ".venv-httpbin" / "bin" / "python"
+import pytest
 
 
 @contextlib.contextmanager
 def httpbin() -> Iterator[str]:
     """httpbin on a free port of 127.0.0.1 until the block ends; yields its base URL."""
-    assert PYTHON.exists(), f"{PYTHON} is missing: run `make servers` (make test does)"
+    if importlib.util.find_spec("httpbin") is None:
+        pytest.fail("httpbin is not installed in this venv: run `make test`, which installs it")
     process = subprocess.Popen(
         [
-            str(PYTHON),
+            sys.executable,
             "-m",
             "waitress",
             "--host=127.0.0.1",
