@@ -14,7 +14,6 @@ import subprocess
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
 from .errors import ConfigError
@@ -104,14 +103,10 @@ class Settings:
         return {name: _import(name, spec, self.source) for name, spec in self.normalizers.items()}
 
 
-def find_root(start: str | os.PathLike[str] | None = None) -> Path:
-    """The nearest folder at or above ``start`` holding ``pyproject.toml`` or ``.git``."""
-    return Path(_project(start)[0])
-
-
 def _project(start: str | os.PathLike[str] | None) -> tuple[str, int | None]:
-    """``find_root`` as a string, and the modification time of its ``pyproject.toml``
-    (``None`` when it has none). os.path rather than pathlib, one stat per folder, and the
+    """The project root, the nearest folder at or above ``start`` holding ``pyproject.toml``
+    or ``.git``, and the modification time of its ``pyproject.toml`` (``None`` when it has
+    none). os.path rather than pathlib, one stat per folder, and the
     working folder as the system gives it (already resolved): every Deck asks."""
     here = folder = os.getcwd() if start is None else os.path.realpath(start)
     while True:

@@ -48,11 +48,6 @@ def call_args(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def method_of(name: str) -> str:
-    """The MCP method a boundary call's name stands for."""
-    return name[len(PREFIX) :] if name.startswith(PREFIX) else "tools/call"
-
-
 def schema_version(input_schema: Any) -> str:
     """A tool's schema version: ``mcp-`` and 16 hex digits of its canonical ``inputSchema``."""
     return "mcp-" + hashlib.sha256(canonical(input_schema)).hexdigest()[:16]
