@@ -9,10 +9,11 @@ Both runs are in stored form (normalized and redacted the same way), aligned by
 - a **call changed** (the code moved): a key in one run only, a call whose args or schema
   changed, one the program no longer makes, or one it makes anew.
 
-Volatile fields, wall-clock placeholders and rate-limit headers are not compared: the
-format stores a timestamp as a placeholder derived from the call's seq, so a call that
-moved by one seq would otherwise seem to have a new answer, and an HTTP answer's
-``x-ratelimit-*`` headers count the account's use, not what was answered.
+Volatile fields, wall-clock values and rate-limit headers are not compared: the format
+stores a volatile field's time as a placeholder derived from the call's seq, so a call that
+moved by one seq would otherwise seem to have a new answer; any other time in an answer (a
+tool's clock) changes from run to run by itself, not because the world moved; and an HTTP
+answer's ``x-ratelimit-*`` headers count the account's use, not what was answered.
 
 Calls a later ``append`` run added to the recording (degraded paths recorded under faults)
 that the live run did not make are listed apart, not counted as drift: a clean live run is
