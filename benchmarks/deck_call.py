@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 import faultdeck as fd
+from faultdeck._keys.canonical import make_key
 
 from . import floors
 from ._results import Goal, at_most
@@ -128,7 +129,7 @@ def write_cassette(
     recorded = like.read_bytes().splitlines()
     lines = [recorded[0]]
     for seq, a in enumerate(args, start=1):
-        key = fd.make_key("tool", "search_docs", a)
+        key = make_key("tool", "search_docs", a)
         line = {"seq": seq, "kind": "tool", "name": "search_docs", "key": key, "args": a}
         line.update(out=output, ms=0.003, ids=[])
         lines.append(orjson.dumps(line))

@@ -133,7 +133,7 @@ def goals(loaded: Loaded) -> list[Goal]:
 
 @contextmanager
 def _faultdeck(path: Path, calls: int) -> Iterator[Body]:
-    loaded: list[fd.Recording] = []
+    loaded: list[fd.types.Recording] = []
 
     def load() -> None:
         loaded.append(fd.load(path))

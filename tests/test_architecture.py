@@ -81,13 +81,16 @@ def test_every_stage_exists_and_every_module_is_placed() -> None:
     assert edges == [
         "__main__",
         "cli",
+        "config",
         "demo",
         "http",
         "mcp",
         "otel",
         "pytest_plugin",
+        "render",
         "server",
         "testing",
+        "types",
         "workshop",
     ]
 

@@ -1,8 +1,11 @@
-"""The public door: ``faultdeck.__all__`` is sorted, complete and documented.
+"""The public door: ``faultdeck.__all__`` is small, sorted, complete and documented.
 
-Complete means a user never needs a private module: every error the package raises, every
-class a public function takes or returns (and every class its public methods and fields
-name), and every ``fd.<name>`` the docs and examples use, has a public name.
+Small means at most 60 names: what a user calls, catches or gets back; the rest is in the
+public modules beside it (``PUBLIC``), each name in one of them. Complete means a user never
+needs a private module: every error the package raises, every class a public function takes
+or returns (and every class its public methods and fields name), every public name
+``faultdeck/__init__.py`` binds, and every ``fd.<name>`` the docs and examples use, has a
+public name.
 """
 
 from __future__ import annotations
@@ -24,10 +27,17 @@ from tests.support import ROOT
 
 PUBLIC: dict[str, ModuleType] = {
     "faultdeck": fd,
+    "faultdeck.config": fd.config,
     "faultdeck.faults": faults,
     "faultdeck.http": http,
+    "faultdeck.render": fd.render,
     "faultdeck.testing": testing,
+    "faultdeck.types": fd.types,
 }
+
+MOST_AT_THE_DOOR = 60
+"""The most names ``faultdeck`` itself exports: what a user calls, catches or gets back;
+the rest goes in a public submodule."""
 
 
 def exported() -> Iterator[tuple[str, Any]]:
@@ -44,6 +54,69 @@ def test_all_is_sorted_and_every_name_exists(module: ModuleType) -> None:
     assert module.__all__ == sorted(module.__all__)
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert missing == []
+
+
+def test_the_door_stays_small() -> None:
+    assert len(fd.__all__) <= MOST_AT_THE_DOOR
+
+
+SHORTCUTS = [
+    ["faultdeck.Fault", "faultdeck.faults.Fault"],
+    ["faultdeck.FaultPlan", "faultdeck.faults.FaultPlan"],
+]
+"""The names exported from two places: the door's short way to what every plan is made of."""
+
+
+def test_every_other_name_is_exported_from_one_public_place() -> None:
+    places: dict[int, list[str]] = {}
+    for name, value in exported():
+        if not name.rpartition(".")[2].startswith("__") and not inspect.ismodule(value):
+            places.setdefault(id(value), []).append(name)
+    assert sorted(names for names in places.values() if len(names) > 1) == SHORTCUTS
+
+
+def unlisted(source: str, module: ModuleType) -> list[str]:
+    """The public names ``source`` (the text of ``module``) defines or imports at its top
+    level that ``module.__all__`` leaves out; modules are not counted."""
+    bound: list[str] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound += [(a.asname or a.name).partition(".")[0] for a in node.names]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return [
+        name
+        for name in dict.fromkeys(bound)
+        if not name.startswith("_")
+        and not inspect.ismodule(getattr(module, name, None))
+        and name not in module.__all__
+    ]
+
+
+def test_every_public_name_the_door_binds_is_exported() -> None:
+    assert unlisted(inspect.getsource(fd), fd) == []
+
+
+def test_the_door_checker_finds_a_name_left_out() -> None:
+    module = ModuleType("faultdeck_fake")
+    module.faults = faults  # type: ignore[attr-defined]
+    module.__all__ = ["Deck"]  # type: ignore[attr-defined]
+    source = (
+        "from __future__ import annotations\n"
+        "from . import faults\n"
+        "from ._deck.deck import Deck\n"
+        "from ._base.config import Mode as Mode, _private\n"
+        "LIMIT: int = 3\n"
+        "a, (b, _c) = 1, (2, 3)\n"
+        "def helper() -> None: ...\n"
+        "class Hidden: ...\n"
+    )
+    assert unlisted(source, module) == ["Mode", "LIMIT", "a", "b", "helper", "Hidden"]
 
 
 def test_public_names_are_documented_and_come_from_the_package() -> None:
@@ -131,23 +204,45 @@ def test_the_checker_finds_a_class_with_no_public_name() -> None:
 
 
 def used_names() -> Iterator[tuple[str, str]]:
-    """Every ``fd.<name>`` and ``faults.<name>`` in the README, the docs and the examples."""
+    """Every ``fd.<name>`` and ``faults.<name>`` in the README, the docs and the examples,
+    with the names after it (``fd.render.diff_text``)."""
     files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("*.py")]
     for path in files:
         text = path.read_text("utf-8")
-        for match in re.finditer(r"\b(fd|faults)\.([A-Za-z_]\w*)", text):
+        for match in re.finditer(r"\b(?:fd|faults)(?:\.[A-Za-z_]\w*)+", text):
             line = text.count("\n", 0, match.start()) + 1
-            yield f"{path.relative_to(ROOT)}:{line}", f"{match.group(1)}.{match.group(2)}"
+            yield f"{path.relative_to(ROOT)}:{line}", match.group()
+
+
+def is_public(dotted: str) -> bool:
+    """Whether ``fd.a.b`` (or ``faults.a``) names what a public module exports, followed
+    for as long as it goes through public modules; a module the package has, as ``fd.mcp``
+    once imported, is public too."""
+    first, *parts = dotted.split(".")
+    module = fd if first == "fd" else faults
+    for part in parts:
+        found = getattr(module, part, None)
+        if part not in module.__all__:
+            return inspect.ismodule(found)
+        inner = next((m for m in PUBLIC.values() if m is found), None)
+        if inner is None:
+            return True
+        module = inner
+    return True
 
 
 def test_every_name_the_docs_use_is_public() -> None:
-    unknown = {
-        where: name
-        for where, name in used_names()
-        if name.partition(".")[2] not in (fd if name.startswith("fd.") else faults).__all__
-        and not inspect.ismodule(getattr(fd, name.partition(".")[2], None))
-    }
+    unknown = {where: name for where, name in used_names() if not is_public(name)}
     assert unknown == {}
+
+
+def test_the_docs_checker_follows_public_modules() -> None:
+    assert is_public("fd.render.diff_text")
+    assert is_public("fd.Deck.from_env")
+    assert is_public("faults.quota")
+    assert not is_public("fd.render.make_key")
+    assert not is_public("fd.Mode")
+    assert not is_public("faults.Mode")
 
 
 def test_importing_faultdeck_leaves_asyncio_and_rich_to_whoever_uses_them() -> None:

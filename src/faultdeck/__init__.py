@@ -19,10 +19,17 @@ the ones before it (docs/architecture.md)::
       │
     _rehearse   the fault matrix: each fault at each call of a golden cassette, judged
       │
-    edges       http (the SDKs' transports), cli, pytest_plugin, testing, demo
+    edges       http (the SDKs' transports), cli, pytest_plugin, testing, demo; and the
+                public doors: this module, config, types, render
 
 Every edge (the HTTP transport as much as ``Deck.call``) makes its calls through the one
 seam, ``Deck.begin`` and the ``Call`` it returns.
+
+The names here are the ones you call, catch, or get back from those calls; the others are
+in submodules the package imports with it: ``faults`` (the fault kinds), ``config`` (the
+settings and the values each option takes), ``types`` (the parts of what faultdeck hands
+back), ``render`` (a diff or a matrix as text, JSON or HTML), ``testing`` (assertions)
+and ``http`` (the SDKs' transports).
 
 Start with ``Deck``::
 
@@ -32,20 +39,9 @@ Start with ``Deck``::
         hits = deck.call("tool", "search_docs", {"q": "retry"}, lambda: search_docs("retry"))
 """
 
-from . import faults, http, testing
+from . import config, faults, http, render, testing, types
 from ._base.clock import Clock, SystemClock, VirtualClock
-from ._base.config import (
-    Durability,
-    Latency,
-    Match,
-    Mode,
-    OnHarnessChange,
-    OnInDoubt,
-    Repeats,
-    Settings,
-    load_settings,
-)
-from ._base.context import current_step, step
+from ._base.context import step
 from ._base.errors import (
     ArgumentError,
     BadToolCall,
@@ -72,26 +68,21 @@ from ._base.errors import (
     TransientError,
 )
 from ._cassette.extract import extract, extract_json
-from ._cassette.format import Intent
-from ._cassette.reader import Entry, Header, Recording, load
+from ._cassette.reader import load
 from ._deck.call import Call
 from ._deck.deck import Deck
-from ._deck.report import CallRecord, CallRef, Repeat, Report
-from ._diff.align import CallPathDiff, Change, Row, diff_recordings
-from ._diff.drift import Drift, Ending, compare_drift
-from ._diff.fork import Forked
-from ._diff.render import diff_html, diff_json, diff_text
-from ._judge.invariants import INVARIANTS, Violation, check
+from ._deck.report import CallRecord, Report
+from ._diff.align import CallPathDiff, diff_recordings
+from ._diff.drift import Drift, compare_drift
+from ._judge.invariants import Violation, check
 from ._judge.policy import Outcome, Policy, run_steps
 from ._judge.sdk_errors import classify_error
-from ._keys.canonical import canonical, make_key
 from ._keys.normalize import NormalizeConfig
-from ._keys.redact import Finding, Redactor
+from ._keys.redact import Redactor
 from ._rehearse.command import rehearse_command
 from ._rehearse.inprocess import rehearse
-from ._rehearse.matrix import FAULT_MENU, REPLAY_ROW, Cell, Matrix
+from ._rehearse.matrix import Matrix
 from ._rehearse.redteam import Redteam, redteam
-from ._rehearse.render import matrix_json, matrix_summary, matrix_table
 from .faults import Fault, FaultPlan
 
 __version__ = "0.1.0"
@@ -104,7 +95,6 @@ __all__ = [
     "CallInDoubt",
     "CallPathDiff",
     "CallRecord",
-    "CallRef",
     "CassetteCorrupt",
     "CassetteError",
     "CassetteLocked",
@@ -112,49 +102,27 @@ __all__ = [
     "CassetteVersionError",
     "CassetteWarning",
     "CassetteWriteError",
-    "Cell",
-    "Change",
     "Clock",
     "ConfigError",
     "Deck",
     "Drift",
-    "Durability",
-    "Ending",
-    "Entry",
-    "FAULT_MENU",
     "Fault",
     "FaultPlan",
     "FaultdeckError",
     "FaultdeckWarning",
-    "Finding",
-    "Forked",
     "HarnessChanged",
-    "Header",
-    "INVARIANTS",
-    "Intent",
-    "Latency",
-    "Match",
     "Matrix",
-    "Mode",
     "NormalizeConfig",
-    "OnHarnessChange",
-    "OnInDoubt",
     "Outcome",
     "Policy",
     "ProcessKilled",
     "QuotaExhausted",
-    "REPLAY_ROW",
     "RecordedError",
-    "Recording",
     "Redactor",
     "Redteam",
-    "Repeat",
-    "Repeats",
     "ReplayMiss",
     "Report",
-    "Row",
     "SchemaChanged",
-    "Settings",
     "SideEffectBlocked",
     "StaleCassette",
     "SystemClock",
@@ -162,29 +130,22 @@ __all__ = [
     "Violation",
     "VirtualClock",
     "__version__",
-    "canonical",
     "check",
     "classify_error",
     "compare_drift",
-    "current_step",
-    "diff_html",
-    "diff_json",
+    "config",
     "diff_recordings",
-    "diff_text",
     "extract",
     "extract_json",
     "faults",
     "http",
     "load",
-    "load_settings",
-    "make_key",
-    "matrix_json",
-    "matrix_summary",
-    "matrix_table",
     "redteam",
     "rehearse",
     "rehearse_command",
+    "render",
     "run_steps",
     "step",
     "testing",
+    "types",
 ]

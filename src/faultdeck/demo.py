@@ -4,7 +4,8 @@ In a temporary folder: record the golden run, replay it 20 times offline, rehear
 of the degradation policy on top of the recording and judge it by the invariants, catch a
 naive loop breaking them, kill a run and resume it, change the prompt and show the
 call-path diff, then let a redteam search find the smallest plan that breaks the naive
-loop. Nothing to start, no network, nothing left behind.
+loop. Nothing to start, no network, nothing left behind. ``command`` is the ``faultdeck demo``
+command (the command line registers it); ``python -m faultdeck.demo`` runs the same.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.table import Table
 
@@ -226,6 +228,15 @@ def redteam_step(out: Console, golden: Path) -> bool:
     tried = plural(result.replays, "replay")
     out.print(f"   found and shrunk in {tried}; `faultdeck redteam` also writes it as a plan file")
     return True
+
+
+@click.command("demo")
+def command() -> None:
+    """The walkthrough on the bundled workshop agent (about a second, no network)."""
+    from .cli._common import Finding
+
+    if main() != 0:
+        raise Finding
 
 
 if __name__ == "__main__":

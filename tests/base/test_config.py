@@ -19,7 +19,7 @@ def project(tmp_path: Path, table: str) -> Path:
 
 def test_defaults_without_a_pyproject(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
-    settings = fd.load_settings(tmp_path)
+    settings = fd.config.load_settings(tmp_path)
     assert settings.root == str(tmp_path)
     assert (settings.mode, settings.match, settings.cassette_dir) == (None, "keyed", None)
 
@@ -28,15 +28,15 @@ def test_a_projects_settings_are_one_object_until_its_pyproject_changes(tmp_path
     # Decks share what they build from the same settings (a rehearsal makes one per cell).
     bare = tmp_path / "bare"
     (bare / ".git").mkdir(parents=True)
-    assert fd.load_settings(bare) is fd.load_settings(bare / ".git")
+    assert fd.config.load_settings(bare) is fd.config.load_settings(bare / ".git")
     root = project(tmp_path / "configured", 'mode = "record"')
-    first = fd.load_settings(root)
-    assert fd.load_settings(root) is first
+    first = fd.config.load_settings(root)
+    assert fd.config.load_settings(root) is first
     pyproject = root / "pyproject.toml"
     pyproject.write_text('[tool.faultdeck]\nmode = "replay"\n', "utf-8")
     stat = pyproject.stat()
     os.utime(pyproject, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    assert fd.load_settings(root).mode == "replay"
+    assert fd.config.load_settings(root).mode == "replay"
 
 
 def test_settings_reach_the_deck(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_settings_reach_the_deck(tmp_path: Path) -> None:
             "[tool.faultdeck.normalizers]\n"
             'search = "myrules:drop_trace"\n',
         )
-        settings = fd.load_settings(root / "sub" / "dir")
+        settings = fd.config.load_settings(root / "sub" / "dir")
         path = tmp_path / "c.jsonl"
         token = "itk_" + "Ab1" * 8
         with fd.Deck(path, settings=settings, environ={"REGION": "eu"}) as deck:
@@ -100,7 +100,7 @@ def test_settings_reach_the_deck(tmp_path: Path) -> None:
 def test_bad_settings_name_the_file_and_key(tmp_path: Path, table: str, says: str) -> None:
     root = project(tmp_path, table)
     with pytest.raises(fd.ConfigError) as info:
-        fd.load_settings(root)
+        fd.config.load_settings(root)
     assert str(root / "pyproject.toml") in str(info.value)
     assert says in str(info.value)
 
@@ -108,4 +108,4 @@ def test_bad_settings_name_the_file_and_key(tmp_path: Path, table: str, says: st
 def test_a_bad_normalizer_path_is_named(tmp_path: Path) -> None:
     root = project(tmp_path, '[tool.faultdeck.normalizers]\nsearch = "no_such_module:f"\n')
     with pytest.raises(fd.ConfigError, match=r"normalizers\] search: cannot import"):
-        fd.Deck(tmp_path / "c.jsonl", settings=fd.load_settings(root))
+        fd.Deck(tmp_path / "c.jsonl", settings=fd.config.load_settings(root))

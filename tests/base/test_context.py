@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from faultdeck._base.context import current_idempotency_key, current_step, idempotency, step
+from faultdeck._base.context import current_idempotency_key, idempotency, step, step_now
 
 
 def test_a_key_holds_inside_its_block_only() -> None:
@@ -48,8 +48,8 @@ def test_tasks_see_their_own_key() -> None:
 
 def test_a_step_labels_its_block() -> None:
     with step("plan"):
-        assert current_step() == "plan"
+        assert step_now() == "plan"
         with step(2):
-            assert current_step() == 2
-        assert current_step() == "plan"
-    assert current_step() is None
+            assert step_now() == 2
+        assert step_now() == "plan"
+    assert step_now() is None

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import faultdeck as fd
+from faultdeck._keys.canonical import make_key
 from tests.support.calls import returns, rules
 
 
@@ -34,7 +37,7 @@ def test_written_lines_follow_the_format(tmp_path: Path) -> None:
     for i, call in enumerate(calls):
         assert call["kind"] == "tool"
         assert call["name"] == "echo"
-        assert call["key"] == fd.make_key("tool", "echo", {"i": i})
+        assert call["key"] == make_key("tool", "echo", {"i": i})
         assert call["args"] == {"i": i}
         assert call["out"] == {"echo": i}
         assert isinstance(call["ms"], (int, float))
@@ -62,6 +65,12 @@ def test_load_round_trips_entries(tmp_path: Path) -> None:
     assert [e.line for e in recording.entries] == [2, 3, 4]
     assert recording.entries[2].result == "out"
     assert recording.entries[2].value == {"echo": 2}
+    assert recording.entries[2].ids == ()  # the line lists the ids its answer hands out
+    mine = recording.entries[2].fresh_value()
+    mine["echo"] = "changed"
+    assert recording.entries[2].value == {"echo": 2}
+    assert recording.entries[2].fresh_value() is not recording.entries[2].fresh_value()
+    assert pickle.loads(pickle.dumps(recording.entries)) == fd.load(path).entries
 
 
 def write_lines(path: Path, *lines: str) -> None:
@@ -86,6 +95,10 @@ CALL = (
         ([HEADER, CALL.replace('"out": 1', '"out": 1, "error": {"type": "X"}')], 2, "found out"),
         ([HEADER, CALL.replace('"seq": 1', '"seq": 0')], 2, "seq 0 is not a positive"),
         ([HEADER, CALL.replace('"ms": 0', '"ms": -3')], 2, "not a duration"),
+        ([HEADER, CALL.replace('"out": 1', '"out": 1e400')], 2, "not JSON"),
+        ([HEADER, CALL.replace('"name": "t"', '"name": ""')], 2, "name is missing"),
+        ([HEADER, CALL.replace('"ms": 0', '"ms": 0, "ids": ["a", 2]')], 2, "seq 1: ids must"),
+        ([HEADER, CALL, CALL.replace('"ms": 0', '"ms": 0, "ids": "a"')], 3, "ids must be a list"),
         ([HEADER, CALL.replace("tool:0000", "model:00")], 2, "does not start with 'tool:'"),
         (['{"seq": 1}'], 1, "no header"),
         (["garbage"], 1, "header is not JSON"),
@@ -103,6 +116,17 @@ def test_corrupt_lines_name_file_and_line(
     assert says in message
     assert "restore it" in message or "faultdeck cassette" in message
     assert info.value.line == line
+
+
+@pytest.mark.parametrize("bad", [b"1e400", b'"\xff"'], ids=["too large", "not UTF-8"])
+def test_a_bad_line_among_thousands_is_named_by_its_own_number(tmp_path: Path, bad: bytes) -> None:
+    lines = [CALL.encode().replace(b'"seq": 1', b'"seq": %d' % n) for n in range(1, 3001)]
+    lines[2500] = lines[2500].replace(b'"out": 1', b'"out": ' + bad)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b"\n".join([HEADER.encode(), *lines]) + b"\n")
+    with pytest.raises(fd.CassetteCorrupt, match=r"long\.jsonl:2502: not JSON") as info:
+        fd.load(path)
+    assert info.value.line == 2502
 
 
 def test_newer_format_version_is_refused_with_the_version_we_read(tmp_path: Path) -> None:
@@ -131,7 +155,9 @@ def test_truncated_last_line_is_reported_and_skipped(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["replay", "append", "resume", "once"])
-def test_a_corrupt_cassette_is_left_untouched_in_every_mode(tmp_path: Path, mode: fd.Mode) -> None:
+def test_a_corrupt_cassette_is_left_untouched_in_every_mode(
+    tmp_path: Path, mode: fd.config.Mode
+) -> None:
     path = tmp_path / "bad.jsonl"
     write_lines(path, HEADER, CALL, "{oops")
     before = digest(path)
@@ -165,11 +191,19 @@ def test_fsync_durability_writes_the_same_lines(tmp_path: Path) -> None:
 
 def test_each_line_is_on_disk_before_the_call_returns(tmp_path: Path) -> None:
     path = tmp_path / "wal.jsonl"
+
+    def read() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
     deck = fd.Deck(path, mode="record")
     deck.open()
     deck.call("tool", "t", {"x": 1}, lambda: 1)
     # Another reader sees the line while the deck is still open (after the call's intent).
-    lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
-    assert [next(iter(line)) for line in lines] == ["faultdeck", "begin", "seq"]
+    assert [next(iter(line)) for line in read()] == ["faultdeck", "begin", "seq"]
     assert fd.load(path).entries[0].value == 1
+    deck.call("env", "clock", {}, lambda: 5)  # an environment read writes no intent
+    seen: list[dict[str, Any]] = []
+    deck.call("tool", "t", {"x": 2}, lambda: seen.extend(read()))  # the intent is on disk first
+    assert [next(iter(line)) for line in seen[1:]] == ["begin", "seq", "seq", "begin"]
+    assert seen[-1]["begin"] == 3
     deck.close()

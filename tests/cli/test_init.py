@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import faultdeck as fd
+from faultdeck.config import Settings, load_settings
 from tests.support.children import child_env
 
 BIN = Path(sys.executable).parent
@@ -22,7 +22,7 @@ NEXT = [
     "pytest --block-network",
     "faultdeck rehearse runs/base.jsonl --entrypoint agent:run",
 ]
-KEYS = sorted(f.name for f in dataclasses.fields(fd.Settings) if f.name not in ("root", "source"))
+KEYS = sorted(f.name for f in dataclasses.fields(Settings) if f.name not in ("root", "source"))
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -46,8 +46,8 @@ def test_init_in_an_empty_folder_writes_the_section_and_a_conftest(tmp_path: Pat
     text = (tmp_path / "pyproject.toml").read_text("utf-8")
     assert text.startswith("[tool.faultdeck]\n")
     assert tomllib.loads(text) == {"tool": {"faultdeck": {}}}
-    settings = fd.load_settings(tmp_path)
-    assert settings == fd.Settings(root=str(tmp_path), source=str(tmp_path / "pyproject.toml"))
+    settings = load_settings(tmp_path)
+    assert settings == Settings(root=str(tmp_path), source=str(tmp_path / "pyproject.toml"))
     assert "def faultdeck_config():" in (tmp_path / "conftest.py").read_text("utf-8")
     assert "created pyproject.toml with [tool.faultdeck]" in done.stdout
     assert "wrote conftest.py" in done.stdout
@@ -65,8 +65,8 @@ def test_the_section_names_every_key_with_its_default_and_a_comment(tmp_path: Pa
     # defaults (cassette_dir, mode and max_age are unset by default: their lines show an
     # example).
     (tmp_path / "pyproject.toml").write_text(uncommented(section), "utf-8")
-    live = fd.load_settings(tmp_path)
-    default = fd.Settings(root=live.root, source=live.source)
+    live = load_settings(tmp_path)
+    default = Settings(root=live.root, source=live.source)
     assert (live.cassette_dir, live.mode, live.max_age) == ("cassettes", "replay", "90d")
     assert dataclasses.replace(live, cassette_dir=None, mode=None, max_age=None) == default
 
@@ -82,7 +82,7 @@ def test_init_appends_to_a_pyproject_and_keeps_every_byte_of_it(tmp_path: Path) 
     data = tomllib.loads(after.decode())
     assert data["project"] == {"name": "agent"}
     assert data["tool"] == {"ruff": {"line-length": 100}, "faultdeck": {}}
-    assert fd.load_settings(tmp_path).source == str(tmp_path / "pyproject.toml")
+    assert load_settings(tmp_path).source == str(tmp_path / "pyproject.toml")
     assert "added [tool.faultdeck] to pyproject.toml" in done.stdout
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
+from faultdeck._keys.canonical import make_key
 from tests.support.calls import returns, rules
 
 THREADS = 8
@@ -88,7 +89,7 @@ def test_threads_record_whole_lines_and_replay_exactly(tmp_path: Path) -> None:
         assert call["name"] == "work"
         args = call["args"]
         assert call["out"] == {"v": args["thread"] * 1000 + args["i"]}
-        assert call["key"] == fd.make_key("tool", "work", args)
+        assert call["key"] == make_key("tool", "work", args)
     assert Counter((c["args"]["thread"], c["args"]["i"]) for c in calls) == Counter(
         (t, i) for t in range(THREADS) for i in range(PER_THREAD)
     )

@@ -14,6 +14,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck._base.config import harness
+from faultdeck._keys.canonical import make_key
 from tests.support.calls import never, rules
 
 
@@ -76,7 +77,7 @@ def test_an_unloaded_error_type_replays_as_recorded_error(tmp_path: Path) -> Non
         '{"seq": 1, "kind": "http", "name": "get", "key": "KEY", "args": {}, '
         '"error": {"type": "APIConnectionError", "module": "not_imported_sdk", '
         '"message": "boom", "status": 503}, "ms": 1}\n'
-        '{"end": {"calls": 1, "status": "ok"}}\n'.replace("KEY", fd.make_key("http", "get", {})),
+        '{"end": {"calls": 1, "status": "ok"}}\n'.replace("KEY", make_key("http", "get", {})),
         "utf-8",
     )
     with fd.Deck(path, mode="replay") as deck, pytest.raises(fd.RecordedError) as info:
@@ -122,6 +123,22 @@ def test_side_effects_never_run_in_replay_and_need_permission_to_record(tmp_path
 
         assert send_again("a@example.com") == {"sent": True}
     assert sent == ["a@example.com"], "a side effect ran during replay"
+
+
+def test_a_call_inside_a_side_effect_runs_with_no_idempotency_key_of_its_own(
+    tmp_path: Path,
+) -> None:
+    with fd.Deck(tmp_path / "keys.jsonl", mode="record", allow_side_effects=True) as deck:
+
+        @deck.tool(side_effect=True, idempotency_key="key")
+        def send(to: str, key: str | None = None) -> dict[str, object]:
+            return {"outer": key is not None, **lookup(to)}
+
+        @deck.tool(idempotency_key="key")
+        def lookup(to: str, key: str | None = None) -> dict[str, object]:
+            return {"inner": key}
+
+        assert send("a") == {"outer": True, "inner": None}
 
 
 def test_a_dry_run_stub_records_instead_of_the_side_effect(tmp_path: Path) -> None:
@@ -251,7 +268,7 @@ def test_replaying_under_another_commit_warns(tmp_path: Path) -> None:
     (repo / "agent.py").write_text("v1\n", "utf-8")
     git("add", ".")
     git("commit", "-qm", "one")
-    settings = fd.Settings(root=str(repo))
+    settings = fd.config.Settings(root=str(repo))
     path = repo / "c.jsonl"
     with fd.Deck(path, mode="record", settings=settings) as deck:
         deck.call("tool", "t", {}, lambda: 1)

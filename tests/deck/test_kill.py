@@ -92,7 +92,7 @@ def expected_calls(steps: range) -> list[tuple[str, str, dict[str, Any], dict[st
     return calls
 
 
-def as_calls(recording: fd.Recording) -> list[tuple[str, str, Any, Any]]:
+def as_calls(recording: fd.types.Recording) -> list[tuple[str, str, Any, Any]]:
     assert all(e.result == "out" for e in recording.entries)
     return [(e.kind, e.name, e.args, e.value) for e in recording.entries]
 
@@ -236,7 +236,7 @@ def test_truncated_last_line_is_reported_then_dropped_by_resume(tmp_path: Path) 
 
 @pytest.mark.parametrize("second_mode", ["append", "record", "resume"])
 def test_a_second_writer_is_refused_and_changes_nothing(
-    tmp_path: Path, second_mode: fd.Mode
+    tmp_path: Path, second_mode: fd.config.Mode
 ) -> None:
     path = tmp_path / "shared.jsonl"
     first = fd.Deck(path, mode="record", on_harness_change="ignore")

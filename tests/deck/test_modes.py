@@ -62,6 +62,54 @@ def test_replay_never_goes_live_and_writes_nothing(cassette: Path) -> None:
     assert (report.used, report.live, len(report.misses)) == (2, 0, 1)
 
 
+def test_a_miss_keeps_its_seq_and_the_replay_goes_on(cassette: Path) -> None:
+    with fd.Deck(cassette, mode="replay") as deck:
+        deck.call("tool", "search", {"q": "retry"}, never)
+        with pytest.raises(fd.ReplayMiss, match="replay miss at seq 2"):
+            deck.call("tool", "search", {"q": "other"}, never)
+        assert deck.call("tool", "read", {"path": "a.md"}, never) == {"bytes": 10}
+    assert [(c.seq, c.source) for c in deck.calls] == [(1, "replay"), (2, "miss"), (3, "replay")]
+
+
+CHAT_ID = "chatcmpl-9x8Yq2ZkT1aB3cD4eF5gH6"
+FIRST, SECOND = "0b8e3b5c-6f7e-4d2a-9c1b-3e5f7a9b1c2d", "5d1f2e3a-4b5c-4d6e-8f70-8192a3b4c5d6"
+
+
+def ids_and_steps(deck: fd.Deck, run: Callable[[object], Callable[[], object]]) -> list[object]:
+    """A program whose later args send back ids earlier answers handed out (under an id
+    field, or under another name), and bring ids of their own; under step labels."""
+    with fd.step("plan"):
+        got = [deck.call("model", "chat", {"q": "plan"}, run({"id": CHAT_ID}))]
+    got.append(deck.call("model", "chat", {"previous": CHAT_ID}, run({"n": 2})))
+    got.append(deck.call("tool", "start", {"q": 1}, run({"job_id": "x7k2m9p4q1"}), step={"n": 2}))
+    got.append(deck.call("tool", "poll", {"ref": "x7k2m9p4q1"}, run({"done": True}), step=3))
+    for n, ref in enumerate((FIRST, SECOND, FIRST)):
+        got.append(deck.call("tool", "lookup", {"ref": ref}, run({"n": n})))
+    return got
+
+
+def test_ids_handed_out_and_sent_back_replay_under_their_steps(tmp_path: Path) -> None:
+    path = tmp_path / "ids.jsonl"
+    with fd.Deck(path, mode="record") as deck:
+        recorded = ids_and_steps(deck, returns)
+    entries = fd.load(path).entries
+    assert entries[3].args == {"ref": "«id:2»"}
+    assert [e.step for e in entries[:4]] == ["plan", None, None, 3]  # only text and numbers
+    with fd.Deck(path, mode="replay") as deck:
+        assert ids_and_steps(deck, lambda _: never) == recorded
+    assert [c.recorded_seq for c in deck.calls] == list(range(1, 8))
+    assert [c.step for c in deck.calls][:4] == ["plan", None, {"n": 2}, 3]
+    assert deck.report().ok
+
+
+def test_a_closed_deck_refuses_a_call(tmp_path: Path) -> None:
+    deck = fd.Deck(tmp_path / "closed.jsonl", mode="record")
+    with deck:
+        deck.call("tool", "search", {"q": 1}, returns(1))
+    with pytest.raises(fd.ConfigError, match="closed"):
+        deck.call("tool", "search", {"q": 2}, returns(2))
+
+
 def test_replay_of_a_missing_cassette_says_to_record(tmp_path: Path) -> None:
     with pytest.raises(fd.CassetteNotFound, match="no such cassette; record it first"):
         fd.Deck(tmp_path / "none.jsonl", mode="replay").open()
@@ -220,6 +268,9 @@ def test_a_non_json_argument_names_the_field(tmp_path: Path) -> None:
             deck.call("model", "chat", args, never)
         with pytest.raises(fd.ArgumentError, match=r"args\.x: nan is not a JSON number"):
             deck.call("tool", "t", {"x": float("nan")}, never)
+        deck.call("tool", "t", {"x": 1}, returns(1))
+    # Each refused call kept its seq, and wrote no line.
+    assert [e.seq for e in fd.load(tmp_path / "x.jsonl").entries] == [3]
 
 
 def test_a_non_json_output_names_the_field(tmp_path: Path) -> None:
@@ -257,7 +308,7 @@ def test_repeats_last_gives_a_retried_call_its_answer_again(cassette: Path) -> N
     ],
 )
 def test_active_mode_is_the_mode_decided_on_opening(
-    tmp_path: Path, mode: fd.Mode, exists: bool, active: str
+    tmp_path: Path, mode: fd.config.Mode, exists: bool, active: str
 ) -> None:
     path = tmp_path / "c.jsonl"
     if exists:

@@ -113,7 +113,7 @@ def test_a_tool_call_that_never_connected_counts_too(tmp_path: Path) -> None:
     report = deck.report()
     assert (report.stored, report.unanswered) == (1, ("ConnectionRefusedError",))
     kept = fd.load(tmp_path / "tools.partial.jsonl")
-    assert [e.name for e in kept.entries] == ["other"]
+    assert [(e.seq, e.name) for e in kept.entries] == [(2, "other")]  # the refused one was 1
     assert kept.in_flight() == ()  # the intent of the refused call was withdrawn
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
+from faultdeck._keys.canonical import make_key
 from tests.support.calls import never
 
 
@@ -42,7 +43,7 @@ def test_every_field_of_a_miss(cassette: Path) -> None:
     assert miss.seq == 5
     assert miss.kind == "tool"
     assert miss.name == "search_docs"
-    assert miss.key == fd.make_key(
+    assert miss.key == make_key(
         "tool",
         "search_docs",
         {"q": "retry budget", "top_k": 10, "filters": {"lang": "en", "year": 2024}},

@@ -18,6 +18,7 @@ import httpx
 import orjson
 
 import faultdeck as fd
+from faultdeck._keys.canonical import make_key
 from faultdeck._keys.outputs import PROVIDER_TIMES
 from faultdeck.http import Transport
 from tests.support.calls import never, returns
@@ -99,7 +100,7 @@ def test_a_declared_volatile_field_is_scrubbed_and_named_in_the_header(tmp_path:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.faultdeck]\nvolatile = ["trace_id", "served_at"]\n', "utf-8"
     )
-    settings = fd.load_settings(tmp_path)
+    settings = fd.config.load_settings(tmp_path)
     answer = {
         "trace_id": "t-8f3k2z",
         "served_at": "2026-12-06T16:14:01+09:00",
@@ -181,7 +182,7 @@ def test_a_cassette_recorded_with_placeholders_in_content_still_replays(tmp_path
     # Written before content was kept: the header names no provider field, and the
     # placeholders stand in the content. A replay hands them back as they are stored.
     old = {"structuredContent": {"datetime": "2000-01-01T00:00:01+09:00"}, "created": 946684801}
-    key = fd.make_key("tool", "get_current_time", {"i": 0})
+    key = make_key("tool", "get_current_time", {"i": 0})
     path = tmp_path / "old.jsonl"
     path.write_text(
         '{"faultdeck":1,"match":"keyed","harness":{},"env":{},"volatile":[]}\n'
@@ -206,7 +207,7 @@ def test_a_cassette_recorded_with_placeholders_in_content_still_replays(tmp_path
 def test_a_diff_of_two_recordings_shows_content_times_not_provider_times(
     tmp_path: Path,
 ) -> None:
-    def run(path: Path, when: str, created: int) -> fd.Recording:
+    def run(path: Path, when: str, created: int) -> fd.types.Recording:
         time = {**TIME, "datetime": when}
         record(path, [("tool", "get_current_time", time), ("model", "chat", {"created": created})])
         return fd.load(path)

@@ -18,7 +18,7 @@ EXTRAS = (0, 1, 2)
 
 
 def run(
-    path: Path, mode: fd.Mode, extras: tuple[int, ...] = (), *, changed: int | None = None
+    path: Path, mode: fd.config.Mode, extras: tuple[int, ...] = (), *, changed: int | None = None
 ) -> Path:
     """Seven ``step`` calls, with ``extra`` calls made after step 5; extra ``changed`` asks
     for something else."""
@@ -66,7 +66,7 @@ def test_appended_calls_go_where_the_run_made_them(tmp_path: Path) -> None:
     assert seqs == [1, 2, 3, 4, 5, 6, 7, 6, 7, 8]
 
     diff = fd.diff_recordings(fd.load(fresh), fd.load(path))
-    assert diff.identical, fd.diff_text(diff)
+    assert diff.identical, fd.render.diff_text(diff)
     assert places(diff) == FRESH_AGAINST_APPENDED
     assert [row.appended("b") for row in diff.rows] == [False] * 5 + [True] * 3 + [False] * 2
     assert not any(row.appended("a") for row in diff.rows)
@@ -78,7 +78,7 @@ def test_several_append_runs_keep_their_order(tmp_path: Path) -> None:
     # Each session makes one more of the extras; the cassette answers the ones before.
     path = appended(tmp_path, (0,), (0, 1), (0, 1, 2))
     diff = fd.diff_recordings(fd.load(fresh), fd.load(path))
-    assert diff.identical, fd.diff_text(diff)
+    assert diff.identical, fd.render.diff_text(diff)
     assert places(diff) == FRESH_AGAINST_APPENDED
 
 
@@ -88,7 +88,7 @@ def test_an_insertion_by_a_second_append_run_goes_before_the_first_runs_calls(
     path = appended(tmp_path, (1, 2), (0, 1, 2))
     fresh = run(tmp_path / "fresh.jsonl", "record", EXTRAS)
     diff = fd.diff_recordings(fd.load(fresh), fd.load(path))
-    assert diff.identical, fd.diff_text(diff)
+    assert diff.identical, fd.render.diff_text(diff)
     names = [(row.b.name, row.b.args) for row in diff.rows if row.b is not None][5:8]
     assert names == [("extra", {"j": 0}), ("extra", {"j": 1}), ("extra", {"j": 2})]
     assert places(diff) == FRESH_AGAINST_APPENDED
@@ -166,7 +166,7 @@ def test_json_gives_each_calls_place_line_and_whether_appended(
 
 def test_html_shows_the_place_and_the_line(diverging: tuple[Path, Path]) -> None:
     a, b = diverging
-    page = fd.diff_html(fd.diff_recordings(fd.load(a), fd.load(b)))
+    page = fd.render.diff_html(fd.diff_recordings(fd.load(a), fd.load(b)))
     # The B seq cell of every call row, in order.
     rows = re.findall(r'<tr class="[^"]*" id="row-\d+">(.*?)</tr>', page)
     seq_b = [re.findall(r"<td>(.*?)</td>", row)[4] for row in rows]

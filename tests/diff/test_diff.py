@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import faultdeck as fd
-from faultdeck import CallPathDiff, Change, diff_html, diff_json, diff_recordings, diff_text
+from faultdeck import CallPathDiff, diff_recordings
 from faultdeck._cassette.reader import Recording, load
 from faultdeck._keys.canonical import make_key
+from faultdeck.render import diff_html, diff_json, diff_text
+from faultdeck.types import Change
 
 Call = dict[str, Any]
 

@@ -119,19 +119,19 @@ def test_the_character_where_the_strings_part_is_named(tmp_path: Path) -> None:
     a, b = pair(tmp_path, "middle")
     prompt_a, prompt_b, _, _ = EDITS["middle"]
     at = prompt_a.index("budget.") + len("budget") + 1
-    text = fd.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=120)
+    text = fd.render.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=120)
     assert (
         f"args.messages[0].content: differs at character {at:,} "
         f"({len(prompt_a):,} characters in A, {len(prompt_b):,} in B)"
     ) in text
-    narrow = fd.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=80)
+    narrow = fd.render.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=80)
     assert f"args.messages[0].content: differs at character {at:,}\n" in narrow
 
 
 @pytest.mark.parametrize("width", [40, 60, 80, 100, 200])
 def test_api_text_marks_the_edit_at_every_width(tmp_path: Path, width: int) -> None:
     a, b = pair(tmp_path, "middle")
-    text = fd.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=width)
+    text = fd.render.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=width)
     assert max(len(line) for line in text.splitlines()) <= width
     shown_a, shown_b = side_lines(text)
     assert "[-.\\nDo-]" in shown_a
@@ -143,12 +143,12 @@ def test_api_text_marks_the_edit_at_every_width(tmp_path: Path, width: int) -> N
 def test_the_first_divergence_line_fits_and_names_the_field(tmp_path: Path) -> None:
     a, b = pair(tmp_path, "end")
     diff = fd.diff_recordings(fd.load(a), fd.load(b))
-    wide = fd.diff_text(diff, width=200).splitlines()
+    wide = fd.render.diff_text(diff, width=200).splitlines()
     first = next(line for line in wide if line.startswith("first divergence"))
     assert "model chat: args.messages[0].content" in first
     assert "[-English-]" in first
     assert "{+French+}" in first
-    narrow = fd.diff_text(diff, width=80).splitlines()
+    narrow = fd.render.diff_text(diff, width=80).splitlines()
     at = next(i for i, line in enumerate(narrow) if line.startswith("first divergence"))
     assert narrow[at] == "first divergence at seq 2 (after 1 agreeing call):"
     assert narrow[at + 1] == "  model chat: args.messages[0].content"
@@ -162,7 +162,7 @@ def test_short_values_stay_on_one_line(tmp_path: Path) -> None:
 
     a = run(tmp_path / "a.jsonl", "retry budget", 5)
     b = run(tmp_path / "b.jsonl", "retry limit", 10)
-    text = fd.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=80)
+    text = fd.render.diff_text(fd.diff_recordings(fd.load(a), fd.load(b)), width=80)
     assert '              args.q: "retry budget" → "retry limit"\n' in text
     assert "              args.top_k: 5 → 10\n" in text
 
@@ -177,7 +177,7 @@ def test_html_marks_the_differing_middle_and_escapes_everything(tmp_path: Path, 
     dangerous = ' <script>alert("x")</script> & <b>'
     a = record(tmp_path / "a.jsonl", prompt_a + dangerous)
     b = record(tmp_path / "b.jsonl", prompt_b + dangerous)
-    page = fd.diff_html(fd.diff_recordings(fd.load(a), fd.load(b)))
+    page = fd.render.diff_html(fd.diff_recordings(fd.load(a), fd.load(b)))
 
     assert cells(page, "del") == [html.escape(marked_a[2:-2])]
     assert cells(page, "ins") == [html.escape(marked_b[2:-2])]
@@ -201,7 +201,7 @@ def test_html_marks_the_differing_middle_and_escapes_everything(tmp_path: Path, 
 def test_html_names_where_the_strings_part(tmp_path: Path) -> None:
     a, b = pair(tmp_path, "end")
     prompt_a, prompt_b, _, _ = EDITS["end"]
-    page = fd.diff_html(fd.diff_recordings(fd.load(a), fd.load(b)))
+    page = fd.render.diff_html(fd.diff_recordings(fd.load(a), fd.load(b)))
     at = prompt_a.index("English") + 1
     assert (
         f"<small>differs at character {at:,} ({len(prompt_a):,} characters in A, "

@@ -107,6 +107,7 @@ def test_tokens_in_paths_queries_and_echoed_bodies_never_reach_the_cassette(
     ):
         assert get_all(client, url) == recorded
         assert deck.report().ok
+    assert [c.error for c in deck.calls] == ["APIStatusError", "APIStatusError", None]
     assert guard.calls == 0
 
 

@@ -121,7 +121,7 @@ def test_a_rehearsal_twice_gives_identical_matrices(golden: Path) -> None:
     }
     first = fd.rehearse(agent(), golden, plans, policy=POLICY)
     second = fd.rehearse(agent(), golden, plans, policy=POLICY)
-    assert fd.matrix_json(first) == fd.matrix_json(second)
+    assert fd.render.matrix_json(first) == fd.render.matrix_json(second)
     assert first.cells == second.cells  # outcomes and their elapsed_ms included
     assert first.ok
 

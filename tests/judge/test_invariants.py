@@ -108,7 +108,7 @@ def test_replay_determinism_names_the_first_differing_op() -> None:
 
 
 def test_every_invariant_has_a_name() -> None:
-    assert fd.INVARIANTS == (
+    assert fd.types.INVARIANTS == (
         "call_budget",
         "replay_determinism",
         "partial_work",

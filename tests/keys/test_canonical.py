@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import faultdeck as fd
+from faultdeck._keys.canonical import canonical, make_key
 
 # Fixed input -> fixed key, frozen here so the scheme can never drift silently.
 VECTORS = [
@@ -37,20 +37,20 @@ def reference_key(kind: str, name: str, args: object, schema: str) -> str:
 
 @pytest.mark.parametrize(("kind", "name", "args", "schema", "expected"), VECTORS)
 def test_key_vectors(kind: str, name: str, args: object, schema: str, expected: str) -> None:
-    assert fd.make_key(kind, name, args, schema) == expected
+    assert make_key(kind, name, args, schema) == expected
     assert reference_key(kind, name, args, schema) == expected
 
 
 def test_canonical_json_is_sorted_compact_utf8() -> None:
-    assert fd.canonical({"b": 1, "a": {"z": "é", "y": [1, 2.5]}}) == (
+    assert canonical({"b": 1, "a": {"z": "é", "y": [1, 2.5]}}) == (
         '{"a":{"y":[1,2.5],"z":"é"},"b":1}'.encode()
     )
 
 
 def test_schema_version_changes_the_key() -> None:
     args = {"path": "a.md"}
-    assert fd.make_key("tool", "read", args, "v1") != fd.make_key("tool", "read", args, "v2")
+    assert make_key("tool", "read", args, "v1") != make_key("tool", "read", args, "v2")
 
 
 def test_key_ignores_dict_order() -> None:
-    assert fd.make_key("tool", "t", {"a": 1, "b": 2}) == fd.make_key("tool", "t", {"b": 2, "a": 1})
+    assert make_key("tool", "t", {"a": 1, "b": 2}) == make_key("tool", "t", {"b": 2, "a": 1})

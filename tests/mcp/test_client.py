@@ -46,7 +46,7 @@ async def two_tools(client: Client) -> Dumped:
     return [weather.model_dump(), notes.model_dump()]
 
 
-def record(path: Path, server: Any, *, mode: fd.Mode = "record") -> Dumped:
+def record(path: Path, server: Any, *, mode: fd.config.Mode = "record") -> Dumped:
     """Record ``whole_session`` against ``server`` into ``path``."""
 
     async def go() -> Dumped:
@@ -209,7 +209,7 @@ def test_changed_arguments_miss_naming_the_call_and_the_change(tmp_path: Path) -
 # -- schema drift ----------------------------------------------------------------------------
 
 
-def drifted(cassette: Path, mode: fd.Mode) -> tuple[list[str], Any]:
+def drifted(cassette: Path, mode: fd.config.Mode) -> tuple[list[str], Any]:
     """Run ``two_tools`` in ``mode`` against the drifted server; the SchemaChanged messages
     and the deck (or the exception the run ended with)."""
     outcome: Any = None
@@ -240,7 +240,9 @@ def recorded_two(cassette: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["append", "record"])
-def test_a_changed_tool_schema_warns_once_and_gets_a_new_key(tmp_path: Path, mode: fd.Mode) -> None:
+def test_a_changed_tool_schema_warns_once_and_gets_a_new_key(
+    tmp_path: Path, mode: fd.config.Mode
+) -> None:
     cassette = tmp_path / "drift.jsonl"
     recorded_two(cassette)
     old = {row["name"]: row for row in lines(cassette)}

@@ -79,7 +79,7 @@ async def outcomes(client: Client, steps: list[Step]) -> list[Outcome]:
 
 def run(
     path: Path,
-    mode: fd.Mode,
+    mode: fd.config.Mode,
     server: Any = None,
     *fault: fd.Fault,
     steps: list[Step] = STEPS,

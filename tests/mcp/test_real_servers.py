@@ -125,7 +125,7 @@ def test_client_replays_what_the_server_sent(server: Real, tmp_path: Path) -> No
 
 
 async def through_client(
-    cassette: Path, mode: fd.Mode, live: StdioServerParameters, server: Real
+    cassette: Path, mode: fd.config.Mode, live: StdioServerParameters, server: Real
 ) -> tuple[tuple[Any, Any, Any], list[dict[str, Any]]]:
     """``server``'s session through ``faultdeck.mcp.Client``: what it declared, and each
     answer as MCP JSON (a result's fields as the SDK read them, or the error)."""

@@ -25,7 +25,7 @@ def test_without_the_sdk_the_import_names_the_extra() -> None:
 
 
 @pytest.mark.parametrize("mode", ["record", "append"])
-def test_a_mode_that_reaches_the_server_needs_one(tmp_path: Path, mode: fd.Mode) -> None:
+def test_a_mode_that_reaches_the_server_needs_one(tmp_path: Path, mode: fd.config.Mode) -> None:
     path = tmp_path / "tools.jsonl"
     if mode == "append":
         with fd.Deck(path, mode="record"):

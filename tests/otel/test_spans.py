@@ -27,7 +27,7 @@ def raises(exc: Exception) -> Any:
 
 
 @pytest.fixture
-def recorded(tmp_path: Path) -> fd.Recording:
+def recorded(tmp_path: Path) -> fd.types.Recording:
     path = tmp_path / "run.jsonl"
     plan = [faults.quota(retry_after=2).on(kind="tool", name="read_file", nth=1)]
     usage = {"input_tokens": 3, "output_tokens": 4}
@@ -50,7 +50,7 @@ def attrs(span: Any) -> dict[str, Any]:
 
 
 def test_one_trace_a_run_span_then_a_span_per_call_in_seq_order(
-    recorded: fd.Recording,
+    recorded: fd.types.Recording,
 ) -> None:
     found = spans(recorded, start_ns=START)
     root, *calls = found
@@ -68,7 +68,7 @@ def test_one_trace_a_run_span_then_a_span_per_call_in_seq_order(
     assert attrs(root)["faultdeck.synthetic_time"] is True
 
 
-def test_times_are_cumulated_from_each_calls_ms(recorded: fd.Recording) -> None:
+def test_times_are_cumulated_from_each_calls_ms(recorded: fd.types.Recording) -> None:
     root, *calls = spans(recorded, start_ns=START)
     assert root.start_time == calls[0].start_time == START
     for before, after in itertools.pairwise(calls):
@@ -78,7 +78,7 @@ def test_times_are_cumulated_from_each_calls_ms(recorded: fd.Recording) -> None:
     assert root.end_time == calls[-1].end_time
 
 
-def test_model_calls_carry_gen_ai_attributes_and_usage(recorded: fd.Recording) -> None:
+def test_model_calls_carry_gen_ai_attributes_and_usage(recorded: fd.types.Recording) -> None:
     model = spans(recorded, start_ns=START)[1]
     assert subset(
         attrs(model),
@@ -109,7 +109,7 @@ def test_an_openai_http_call_names_its_provider() -> None:
     )
 
 
-def test_errors_set_status_error_and_faults_are_events(recorded: fd.Recording) -> None:
+def test_errors_set_status_error_and_faults_are_events(recorded: fd.types.Recording) -> None:
     _, _, quota, missing, home = spans(recorded, start_ns=START)
     assert quota.status.status_code.name == "ERROR"
     assert attrs(quota)["error.type"] == "QuotaExhausted"
@@ -122,7 +122,7 @@ def test_errors_set_status_error_and_faults_are_events(recorded: fd.Recording) -
     assert home.status.status_code.name == "UNSET"
 
 
-def test_the_same_cassette_and_start_give_the_same_trace(recorded: fd.Recording) -> None:
+def test_the_same_cassette_and_start_give_the_same_trace(recorded: fd.types.Recording) -> None:
     once, again = (
         otlp_json(spans(recorded, start_ns=START)),
         otlp_json(spans(recorded, start_ns=START)),
@@ -135,7 +135,7 @@ def test_the_same_cassette_and_start_give_the_same_trace(recorded: fd.Recording)
     )
 
 
-def test_otlp_json_has_hex_ids_and_integer_kinds(recorded: fd.Recording) -> None:
+def test_otlp_json_has_hex_ids_and_integer_kinds(recorded: fd.types.Recording) -> None:
     request = orjson.loads(otlp_json(spans(recorded, start_ns=START)))
     found = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
     root = found[0]

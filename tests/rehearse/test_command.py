@@ -132,7 +132,7 @@ def test_faults_run_only_where_they_can_happen(tmp_path: Path) -> None:
     at_env = [(c.label, c.status) for c in matrix.cells if c.seq == 1]
     assert at_env == [("crash", "killed")]  # no provider sends a quota error to an env read
     ran = {c.label for c in matrix.cells if c.seq == 2}
-    assert ran == set(fd.FAULT_MENU) - {
+    assert ran == set(fd.types.FAULT_MENU) - {
         "bad tool call",
         "slow first token",
         "stream cut",

@@ -12,19 +12,11 @@ import pytest
 from rich.console import Console
 
 import faultdeck as fd
-from faultdeck import (
-    FAULT_MENU,
-    REPLAY_ROW,
-    Cell,
-    Matrix,
-    faults,
-    matrix_json,
-    matrix_summary,
-    matrix_table,
-    rehearse,
-)
+from faultdeck import Matrix, faults, rehearse
 from faultdeck._base.loading import load_attr
 from faultdeck._rehearse.render import LEGEND, NOT_APPLICABLE, SYMBOLS, not_applicable
+from faultdeck.render import matrix_json, matrix_summary, matrix_table
+from faultdeck.types import FAULT_MENU, REPLAY_ROW, Cell
 from faultdeck.workshop import OPS, POLICY, Workshop
 from tests.support import GOLDEN, ROOT
 

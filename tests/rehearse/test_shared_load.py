@@ -21,6 +21,7 @@ import faultdeck as fd
 from faultdeck import Matrix, rehearse
 from faultdeck._cassette import reader
 from faultdeck._cassette.reader import load_shared
+from faultdeck._keys.canonical import make_key
 from tests.support import GOLDEN, ROOT
 
 ENTRY = "examples.workshop.rehearsal"
@@ -28,7 +29,7 @@ HEADER = {"faultdeck": 1, "match": "keyed", "harness": {}, "env": {}, "volatile"
 
 
 def write(path: Path, answer: Any, *, end: bool = True) -> None:
-    line = {"seq": 1, "kind": "tool", "name": "t", "key": fd.make_key("tool", "t", {})}
+    line = {"seq": 1, "kind": "tool", "name": "t", "key": make_key("tool", "t", {})}
     line.update({"args": {}, "out": answer, "ms": 1})
     lines = [orjson.dumps(HEADER), orjson.dumps(line)]
     if end:

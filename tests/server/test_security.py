@@ -377,7 +377,7 @@ def test_a_body_that_says_json_and_is_not_is_a_400_before_any_lookup(tmp_path: P
 def test_the_listening_socket_is_tcp_so_each_connection_gets_nodelay() -> None:
     # asyncio sets TCP_NODELAY on accepted sockets only when the listener says IPPROTO_TCP;
     # without it every keep-alive request after the first waits on a delayed ACK.
-    from faultdeck.cli._serving import _bind
+    from faultdeck.cli.serve import bind as _bind
 
     sock = _bind("127.0.0.1", 0)
     try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -20,7 +22,12 @@ def returns(value: T) -> Callable[[], T]:
 
 def rules() -> str:
     """The fingerprint of the normalization rules a deck with this project's settings keys
-    calls under: what the end line of a cassette it records names (``rules``)."""
+    calls under: what the end line of a cassette it records names (``rules``), read from a
+    recording of one plain call."""
     import faultdeck as fd  # the support module is imported before any test configures
 
-    return str(fd.Deck("never-opened.jsonl", mode="replay")._run.normalizer.fingerprint)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "rules.jsonl")
+        with fd.Deck(path, mode="record") as deck:
+            deck.call("tool", "t", {}, returns(1))
+        return str(fd.load(path).rules)

@@ -34,13 +34,9 @@ class step:  # lower-case: used as a function, ``with fd.step("plan"):``
             self._token = None
 
 
-def current_step() -> Any:
-    """The label of the enclosing ``step`` block, or ``None``."""
-    return _STEP.get()
-
-
 step_now = _STEP.get
-"""``current_step`` as the context variable's own method, a frame less on a hot path."""
+"""The label of the enclosing ``step`` block, or ``None`` (the context variable's own
+method: no frame of its own on a call's path)."""
 enter_step = _STEP.set
 """``step(label).__enter__`` without the object: gives the token ``leave_step`` takes (for
 a loop that labels every op)."""
@@ -75,8 +71,3 @@ def current_idempotency_key() -> str | None:
     """The idempotency key of the side-effecting call running now, if any: the same key
     when ``resume`` runs a call again that was in flight at a kill."""
     return _IDEMPOTENCY_KEY.get()
-
-
-idempotency_now = _IDEMPOTENCY_KEY.get
-"""``current_idempotency_key`` as the context variable's own method, a frame less on the
-recording's hot path."""

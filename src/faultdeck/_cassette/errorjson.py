@@ -93,3 +93,8 @@ def _find(module: str, type_name: str) -> type | None:
         if target is None:
             return None
     return target if isinstance(target, type) else None
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float when it is a number (not a bool), else ``None``."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -6,11 +6,10 @@ them back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
-import msgspec
 import orjson
 
 from .._keys.canonical import SCHEMA_DEFAULT
@@ -22,18 +21,13 @@ Result = Literal["out", "error", "stream"]
 RESULT_FIELDS: tuple[Result, ...] = get_args(Result)
 
 
-class Entry(NamedTuple):
+class Entry:
     """One recorded call.
 
-    A ``NamedTuple`` rather than a frozen dataclass: it is built once per cassette line,
-    and a frozen dataclass costs more to build than parsing the line does (2.3 µs against
-    1.5 µs); a named tuple is as immutable and costs a tenth.
-
-    An entry read from a large cassette is a ``HeldEntry``: it keeps its line's bytes and
-    parses ``args``, ``value`` and ``meta`` when they are read, so that a long recording
-    costs about its size in memory. Either way every attribute reads the same; ``value``
-    may be a fresh object or one shared with later reads: change only what
-    ``fresh_value()`` gives.
+    An entry read from a large cassette keeps its line's bytes instead of its parsed
+    ``args``, ``value`` and ``meta``, and parses them the first time one is read (once: the
+    entry then holds them), so that a long recording costs about its size in memory.
+    ``value`` is shared with later reads: change only what ``fresh_value()`` gives.
 
     Attributes:
         seq: the call's position in the run that recorded it (1-based, by start order).
@@ -52,20 +46,73 @@ class Entry(NamedTuple):
         ids: the ids the call's output introduced, as recorded, if the line has them.
     """
 
-    seq: int
-    kind: str
-    name: str
-    key: str
-    args: Any
-    result: Result
-    value: Any
-    ms: float = 0.0
-    step: Any = None
-    schema: str = SCHEMA_DEFAULT
-    meta: Any = None
-    fault: Any = None
-    line: int = 0
-    ids: tuple[str, ...] | None = None
+    __slots__ = (
+        "_args", "_form", "_meta", "_raw", "_value", "fault", "ids", "key", "kind", "line",
+        "ms", "name", "result", "schema", "seq", "step",
+    )  # fmt: skip
+
+    def __init__(  # noqa: PLR0913 - an entry's fields, in their order
+        self,
+        seq: int,
+        kind: str,
+        name: str,
+        key: str,
+        args: Any,
+        result: Result,
+        value: Any,
+        ms: float = 0.0,
+        step: Any = None,
+        schema: str = SCHEMA_DEFAULT,
+        meta: Any = None,
+        fault: Any = None,
+        line: int = 0,
+        ids: tuple[str, ...] | None = None,
+        *,
+        raw: bytes | None = None,
+    ) -> None:
+        self.seq, self.kind, self.name, self.key = seq, kind, name, key
+        self._args, self.result, self._value, self.ms = args, result, value, ms
+        self.step, self.schema, self._meta, self.fault = step, schema, meta, fault
+        self.line, self.ids = line, ids
+        self._raw = raw  # the line, when args, value and meta are still to be parsed from it
+        self._form: bytes | None = None
+
+    @property
+    def args(self) -> Any:
+        """The normalized, redacted args."""
+        if self._raw is not None:
+            self._parse()
+        return self._args
+
+    @property
+    def value(self) -> Any:
+        """The output, the error object or the stream object; not to be changed."""
+        if self._raw is not None:
+            self._parse()
+        return self._value
+
+    @property
+    def meta(self) -> Any:
+        """The free-form data stored with the call."""
+        if self._raw is not None:
+            self._parse()
+        return self._meta
+
+    def _parse(self) -> None:
+        """Parse the held line, once (the reader checked it: it parses)."""
+        raw = self._raw
+        if raw is None:  # another thread parsed it meanwhile
+            return
+        obj = orjson.loads(raw)
+        self._args, self._value, self._meta = obj["args"], obj[self.result], obj.get("meta")
+        self._raw = None
+
+    def args_json(self) -> bytes:
+        """The args as orjson writes them (made once: a replay compares a call's with them)."""
+        form = self._form
+        if form is None:
+            form = self._form = orjson.dumps(self.args)
+        return form
 
     def fresh_value(self) -> Any:
         """The value as a new object the caller may change: nothing read later sees it."""
@@ -74,9 +121,39 @@ class Entry(NamedTuple):
             return orjson.loads(orjson.dumps(value))
         return value
 
+    def fields(self) -> tuple[Any, ...]:
+        """The entry's fields, in their order."""
+        return (
+            self.seq, self.kind, self.name, self.key, self.args, self.result, self.value,
+            self.ms, self.step, self.schema, self.meta, self.fault, self.line, self.ids,
+        )  # fmt: skip
+
+    def replace(self, **changes: Any) -> Entry:
+        """A copy with ``changes`` (field names as in the constructor)."""
+        fields = dict(zip(_FIELDS, self.fields(), strict=True))
+        fields.update(changes)
+        return Entry(**fields)
+
     def to_json(self) -> dict[str, Any]:
         """The entry as its cassette line's object."""
-        return entry_line(*self)
+        return entry_line(*self.fields())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash((self.seq, self.key, self.line))
+
+    def __repr__(self) -> str:
+        return f"Entry(seq={self.seq}, kind={self.kind!r}, name={self.name!r}, line={self.line})"
+
+
+_FIELDS = (
+    "seq", "kind", "name", "key", "args", "result", "value", "ms", "step", "schema", "meta",
+    "fault", "line", "ids",
+)  # fmt: skip
 
 
 def entry_line(  # noqa: PLR0913 - an entry's fields, in their order
@@ -119,153 +196,6 @@ def body_bytes(body: Any) -> bytes:
     """A stored HTTP body as the bytes a client reads: text as UTF-8, anything else as
     JSON."""
     return body.encode() if isinstance(body, str) else orjson.dumps(body)
-
-
-_fields = tuple.__iter__
-
-
-def stored_parts(entry: Entry) -> tuple[Any, dict[str, Any] | None]:
-    """An entry's args and, for a ``HeldEntry``, its whole line parsed once (values read
-    from it are fresh copies): what reading the args and then the answer costs, one parse
-    at most."""
-    if type(entry) is HeldEntry:
-        obj: dict[str, Any] = orjson.loads(entry.raw)
-        return obj["args"], obj
-    return entry.args, None
-
-
-_ARGS = b'"args":'
-_OPEN = b"{"
-
-
-class _Answer(msgspec.Struct):
-    """What a replay reads of a plain held line: its args as their bytes, and its answer."""
-
-    args: msgspec.Raw
-    out: Any
-
-
-_answer = msgspec.json.Decoder(_Answer).decode
-_Raw = msgspec.Raw
-
-
-def held_after(entry: HeldEntry, form: bytes) -> dict[str, Any] | None:
-    """``entry``'s answer under its result field (a fresh copy), when the line stores its
-    args as ``form`` (JSON bytes as orjson writes them) byte for byte; ``None`` when it may
-    not, and the caller compares the parsed line.
-
-    A plain line (``held.entries`` took it: msgspec reads its values as orjson does) is
-    read by msgspec in one pass: its args (the last named, as orjson takes them) as their
-    bytes, and its answer; nothing else is built.
-
-    Any other line is searched, and the fields after its args parsed. The line's args
-    start after its first ``"args":`` with nothing but its own brace open before (a string
-    holds ``"`` only escaped, so that is the line's own field, before any object holds
-    one), and a JSON value ends where its bytes say: a line that holds ``form`` there,
-    followed by a comma, holds exactly those args, unless it names them twice (then the
-    last counts: ``None``). What follows the comma, in braces, is an object of the line's
-    other fields: parsed alone, the answer (``None`` when it is not among them) costs less
-    than the whole line.
-    """
-    if entry.plain:
-        line = _answer(entry.raw)
-        return {"out": line.out} if line.args == _Raw(form) else None
-    # (partition and slices: bytes.find and startswith parse their arguments at a cost)
-    before, named, after = entry.raw.partition(_ARGS)
-    end = len(form)
-    # The line's own brace is the only one before: the last one found is its first byte
-    # (rpartition, not count: count parses its arguments too; a line that starts with a
-    # space is compared parsed).
-    if (
-        not named
-        or after[:end] != form
-        or after[end : end + 1] != b","
-        or before.rpartition(_OPEN)[0]
-    ):
-        return None
-    rest: dict[str, Any] = orjson.loads(b"{" + after[end + 1 :])
-    # "args" named again at the top (the last counts: other args), or the answer written
-    # before them (not among these fields): the caller compares the parsed line.
-    return rest if entry.result in rest and "args" not in rest else None
-
-
-class HeldEntry(Entry):
-    """An entry that keeps its cassette line's bytes and parses ``args``, ``value`` and
-    ``meta`` from them when read (each read a fresh parse).
-
-    Built as ``HeldEntry(seq, kind, name, key, line_bytes, result, plain, ms, step, schema,
-    None, fault, line, ids)`` from a line already checked (``plain``: ``True`` when
-    ``held.entries`` took it, else ``None``). It reads, compares, copies and
-    pickles as the ``Entry`` of the parsed line (``parsed()``).
-    """
-
-    __slots__ = ()
-
-    # The line's bytes, where an Entry keeps its args; and whether ``held.entries`` took
-    # the line (``True``: msgspec reads its values as orjson does) or ``None``, where an
-    # Entry keeps its value. (Read as the named tuple's fields are: ``tuple.__getitem__``
-    # would cost a call and a tuple.)
-    raw: bytes = Entry.args
-    plain: bool | None = Entry.value
-
-    @property
-    def args(self) -> Any:
-        """The normalized, redacted args, parsed from the line."""
-        return orjson.loads(self.raw)["args"]
-
-    @property
-    def value(self) -> Any:
-        """The output, the error object or the stream object, parsed from the line."""
-        return orjson.loads(self.raw)[self.result]
-
-    @property
-    def meta(self) -> Any:
-        """The free-form data, parsed from the line."""
-        return orjson.loads(self.raw).get("meta")
-
-    def fresh_value(self) -> Any:
-        """The value as a new object the caller may change (every read is a new parse)."""
-        return orjson.loads(self.raw)[self.result]
-
-    def parsed(self) -> Entry:
-        """This entry as an ``Entry`` holding its parsed args, value and meta."""
-        seq, kind, name, key, raw, result, _, ms, step, schema, _, fault, line, ids = _fields(self)
-        obj = orjson.loads(raw)
-        return Entry(
-            seq, kind, name, key, obj["args"], result, obj[result], ms, step, schema,
-            obj.get("meta"), fault, line, ids,
-        )  # fmt: skip
-
-    def to_json(self) -> dict[str, Any]:
-        """The entry as its cassette line's object."""
-        return self.parsed().to_json()
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.parsed())
-
-    def __getitem__(self, index: Any) -> Any:
-        return self.parsed()[index]
-
-    def __eq__(self, other: object) -> bool:
-        return self.parsed() == other
-
-    def __ne__(self, other: object) -> bool:
-        return self.parsed() != other
-
-    def __hash__(self) -> int:
-        return hash(self.parsed())
-
-    def __repr__(self) -> str:
-        return repr(self.parsed())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), tuple(_fields(self)))
-
-    def _asdict(self) -> dict[str, Any]:
-        return self.parsed()._asdict()
-
-    def _replace(self, /, **changes: Any) -> Entry:  # type: ignore[override]  # an Entry
-        return self.parsed()._replace(**changes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from .._base.errors import (
     CassetteWarning,
     warn,
 )
-from . import held, store
+from . import store
 from .bodies import BodyError, answer_bytes
 from .format import (
     FORMAT_VERSION,
@@ -56,7 +56,7 @@ __all__ = [
 
 HOLD_LINES_FROM = 4 << 20
 """A cassette this large (in bytes) or larger is read into entries that keep their lines'
-bytes and parse args, value and meta when read (``HeldEntry``): a long recording then
+bytes and parse args, value and meta when first read (``Entry``): a long recording then
 costs about its size in memory. A smaller one keeps them parsed (about ten times its size,
 40 MB at most): a rehearsal reads its values again and again, and a replay's fresh copy of
 a parsed answer costs a third of parsing its whole line again."""
@@ -75,7 +75,6 @@ COMPARE_UP_TO = 1 << 20
 one's by their hash."""
 
 _SHARED_MAX = 4  # recordings kept by load_shared, the most recently used first
-_CHUNK = 1024  # lines read in one step at a time, when held
 
 
 def load(path: str | os.PathLike[str]) -> Recording:
@@ -194,19 +193,10 @@ def _truncated_warning(path: str, number: int) -> None:
     )
 
 
-def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the load path is measured per line
-    data: bytes, path: str = "<memory>", *, hold: bool | None = None
-) -> Recording:
-    """Validate cassette bytes; see ``load``.
-
-    Args:
-        data: the cassette's bytes.
-        path: the name its errors give.
-        hold: build entries that keep their lines' bytes (``HeldEntry``); by default when
-            ``data`` is at least ``HOLD_LINES_FROM`` bytes long.
-    """
-    if hold is None:
-        hold = len(data) >= HOLD_LINES_FROM
+def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one pass, a branch per line kind
+    """Validate cassette bytes; see ``load``. A cassette of ``HOLD_LINES_FROM`` bytes or more
+    is read into entries that keep their lines (``Entry``)."""
+    hold = len(data) >= HOLD_LINES_FROM
     lines = data.split(b"\n")
     truncated: int | None = None
     valid_bytes = len(data)
@@ -230,52 +220,39 @@ def parse(  # noqa: C901 - one pass over the lines, a branch per line kind; the 
     aborted: set[tuple[int, str]] = set()
     end: dict[str, Any] | None = None
     loads, append, below = orjson.loads, entries.append, HOLD_LINES_BELOW
-    # Held, the common line is read in one step (``held.entries``), a chunk of lines at a
-    # time; any other line, line by line.
-    for start in range(1, len(lines), _CHUNK):
-        chunk = lines[start : start + _CHUNK]
-        made, every = held.entries(chunk, start + 1, below) if hold else (None, False)
-        if every:
-            entries.extend(made)  # type: ignore[arg-type]  # (no None among them)
-            end = None
-            continue
-        for number, raw in enumerate(chunk, start + 1):
-            if made is not None and (one := made[number - start - 1]) is not None:
-                append(one)
-                end = None
-                continue
-            try:
-                obj = loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise CassetteCorrupt(path, number, f"not JSON ({exc})", _RESTORE) from None
-            except RecursionError:
-                raise CassetteCorrupt(path, number, "nested too deeply", _RESTORE) from None
-            if type(obj) is not dict:
-                raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
-            if "seq" in obj:
-                if len(raw) < below:
-                    append(entry(obj, path, number, raw if hold else None))
-                else:
-                    append(whole := entry(obj, path, number))
-                    value = whole.value
-                    if whole.result == "out" and http_answer_problem(value, body=True) is None:
-                        try:
-                            bodies[number] = answer_bytes(value)
-                        except BodyError as exc:
-                            where = f"seq {whole.seq}: {exc}"
-                            raise CassetteCorrupt(path, number, where, _RESTORE) from None
-            elif "begin" in obj:
-                intents.append(intent(obj, path, number))
-            elif "abort" in obj:
-                aborted.add(abort(obj, path, number))
-            elif "end" in obj and type(obj["end"]) is dict:
-                end = obj["end"]
-                continue
+    for number, raw in enumerate(lines[1:], 2):
+        try:
+            obj = loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise CassetteCorrupt(path, number, f"not JSON ({exc})", _RESTORE) from None
+        except RecursionError:
+            raise CassetteCorrupt(path, number, "nested too deeply", _RESTORE) from None
+        if type(obj) is not dict:
+            raise CassetteCorrupt(path, number, "a line must be a JSON object", _RESTORE)
+        if "seq" in obj:
+            if len(raw) < below:
+                append(entry(obj, path, number, raw if hold else None))
             else:
-                raise CassetteCorrupt(
-                    path, number, "neither a call (no 'seq') nor an end line", _RESTORE
-                )
-            end = None  # the run went on after an end line (append, resume)
+                append(whole := entry(obj, path, number))
+                value = whole.value
+                if whole.result == "out" and http_answer_problem(value, body=True) is None:
+                    try:
+                        bodies[number] = answer_bytes(value)
+                    except BodyError as exc:
+                        where = f"seq {whole.seq}: {exc}"
+                        raise CassetteCorrupt(path, number, where, _RESTORE) from None
+        elif "begin" in obj:
+            intents.append(intent(obj, path, number))
+        elif "abort" in obj:
+            aborted.add(abort(obj, path, number))
+        elif "end" in obj and type(obj["end"]) is dict:
+            end = obj["end"]
+            continue
+        else:
+            raise CassetteCorrupt(
+                path, number, "neither a call (no 'seq') nor an end line", _RESTORE
+            )
+        end = None  # the run went on after an end line (append, resume)
     return Recording(
         path,
         header,

@@ -2,51 +2,46 @@
 
 ``deck.begin(kind, name, args)`` decides a call (its seq, its key, the recorded answer or a
 live run, the fault to apply) and hands back a ``Call``. Whoever makes the call (the deck's
-own ``call``, the HTTP transport, a server, an MCP adapter) then finishes it through the
-call's methods: ``replay()`` answers it from the cassette, ``inject()`` raises its fault,
-``runner()`` gives what to run live, ``result()`` and ``fail()`` record how it ended, and
-``complete()``, ``answered()`` and ``stream()`` record an answer the caller assembled
-itself. Whatever happens, the log gets one record; a call that runs live while recording
-also gets its intent and its line in the cassette, made of values already redacted.
-
-A ``Call`` is a context manager: an exception out of its block that it did not record
-already is recorded with ``fail()``.
+own ``call``, the HTTP transport, a server, an MCP adapter) finishes it through its methods:
+``replay()`` answers it from the cassette, ``inject()`` raises its fault, ``runner()`` gives
+what to run live, ``result()`` and ``fail()`` record how it ended, and ``complete()`` and
+``answered()`` record an answer the caller assembled itself. Whatever happens, the log gets
+one ``CallRecord``; a call that runs live while recording also gets its intent and its line
+in the cassette, made of values already redacted, through the run's ``Ledger``. A ``Call``
+is a context manager: an exception out of its block that it did not record already is
+recorded with ``fail()``.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from orjson import dumps, loads
 
 from .._base.config import OnInDoubt
-from .._base.errors import (
-    ArgumentError,
-    CassetteCorrupt,
-    ConfigError,
-    ProcessKilled,
-    SideEffectBlocked,
-)
-from .._cassette.errorjson import error_from_json, error_to_json
-from .._cassette.format import Entry
-from .._cassette.lines import RESTORE, http_answer_problem
+from .._base.errors import ArgumentError, ProcessKilled, SideEffectBlocked
+from .._cassette.errorjson import error_from_json, error_to_json, number
+from .._cassette.format import Entry, Intent, Result
+from .._cassette.lines import http_answer_problem
 from .._keys.fields import ABSENT
 from .._keys.outputs import check_json
 from .._keys.stored import NotJSON
 from ..faults import Fault
-from ..faults import from_json as fault_from_json
-from .answering import Answering, number
 from .miss import in_doubt
 from .outage import no_answer
 from .report import CallRecord, Source
 
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
 T = TypeVar("T")
+_record = tuple.__new__
 
 
-@dataclass(slots=True, eq=False)
-class Call(Answering):
+class Call:
     """One boundary call, as the deck decided it; finish it with its methods.
 
     Attributes:
@@ -59,23 +54,50 @@ class Call(Answering):
         step: the loop's step label, if any.
         meta: free-form data stored with the call.
         recorded: the recorded call that answers it, when it is answered from the cassette.
-        write: whether it runs live and is recorded.
+        records: it runs live and its end is written to the cassette.
         started: the clock's reading when the call began.
         fault: the fault to apply at it, if any.
         fault_applied: the recorded answer already carries ``fault`` (the call was recorded
             under it): shape nothing again.
-        resumes: the intent of the call, in flight at a kill, that this call runs again.
-        in_doubt: ``resumes`` had side effects: the call may have run already.
-        skipped: an in-doubt call that was not run again (``on_in_doubt="skip"``).
         idempotency_key: the key a side-effecting call runs with, once it starts.
-        intent: whether its intent was written.
-        finished: whether its end was recorded.
-        rekey: a replay must normalize args like these again to key them (a path under
-            the project root in them, or a project rule): the cassette's end line then
-            names no rules (``Recording.rules``).
-        behind: resumed ahead of the recorded calls before it, it waits for them before
-            it runs (``Deck.abegin`` awaits ``Run.catch_up``; see ``resuming.py``).
     """
+
+    __slots__ = (
+        "_behind", "_finished", "_intent", "_ledger", "_rekey", "_resumes", "_skipped",
+        "_streamed", "args", "fault", "fault_applied", "idempotency_key", "key", "kind", "meta",
+        "name", "recorded", "records", "schema", "seq", "started", "step",
+    )  # fmt: skip
+
+    # fmt: off
+    def __init__(  # noqa: PLR0913 - the decision's parts, positional: made on every call's path
+        self, ledger: Ledger, seq: int, kind: str, name: str, key: str, args: Any, schema: str,
+        step: Any, meta: Any, records: bool, started: float,
+    ) -> None:
+        # fmt: on
+        self._ledger = ledger
+        self.seq, self.kind, self.name, self.key, self.args = seq, kind, name, key, args
+        self.schema, self.step, self.meta = schema, step, meta
+        self.recorded: Entry | None = None
+        self.records = records
+        self.started = started
+        self.fault: Fault | None = None
+        self.fault_applied = False
+        self.idempotency_key: str | None = None
+        # The intent, in flight at a kill, that this call runs again (with side effects,
+        # it may have run already: in doubt), and whether it was then skipped.
+        self._resumes: Intent | None = None
+        self._skipped = False
+        self._intent = False  # its intent was written
+        self._finished = False  # its record is in the log
+        self._streamed = False
+        # A replay must normalize args like these again to key them (a path under the
+        # project root in them, or a project rule): the cassette's end line names no rules.
+        self._rekey = False
+        # Resumed ahead of the recorded calls before it, it waits for them (``Deck.abegin``).
+        self._behind = False
+
+    def __repr__(self) -> str:
+        return f"<Call seq={self.seq} {self.kind} {self.name} key={self.key}>"
 
     def __enter__(self) -> Call:
         return self
@@ -83,10 +105,8 @@ class Call(Answering):
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if isinstance(exc, Exception) and not self.finished:
+        if isinstance(exc, Exception) and not self._finished:
             self.fail(exc)
-
-    # -- what to apply ---------------------------------------------------------------------
 
     @property
     def delay(self) -> float:
@@ -100,15 +120,14 @@ class Call(Answering):
         if fault is None or not fault.raises or self.recorded is not None:
             return
         exc = fault.error()
-        run = self._run
-        with run.lock:
+        with self._ledger.lock:
             self._log(
                 "fault",
                 error=type(exc).__name__,
                 retry_after=number(getattr(exc, "retry_after", None)),
                 code=getattr(exc, "code", None),
             )
-            if self.write and not isinstance(exc, ProcessKilled):
+            if self.records and not isinstance(exc, ProcessKilled):
                 self._put("error", error_to_json(exc), 0.0, fault=fault.to_json())
         try:
             raise exc
@@ -117,19 +136,17 @@ class Call(Answering):
             # would make them a cycle that only the garbage collector frees.
             del exc
 
-    # -- answering from the recording ------------------------------------------------------
-
     def replay(self) -> Any:
         """The recorded answer: a fresh copy of its value, or its error raised."""
         entry = self.recorded
         if entry is None:
             raise ValueError(f"seq {self.seq}: {self.kind} {self.name} has no recorded answer")
-        run = self._run
-        with run.lock:
-            run.index.serve(entry)
-            if entry.result == "error":
-                error = entry.value
-                code = error.get("code")
+        ledger = self._ledger
+        result = entry.result
+        if result == "error":
+            error = entry.value
+            code = error.get("code")
+            with ledger.lock:
                 self._log(
                     "replay",
                     entry.seq,
@@ -138,18 +155,43 @@ class Call(Answering):
                     retry_after=number(error.get("retry_after")),
                     code=code if isinstance(code, str) else None,
                 )
-            else:
+            raise error_from_json(error)
+        listed = entry.ids
+        if result == "out" and (listed is None or listed or ledger.ids.pending):
+            with ledger.lock:
                 self._log("replay", entry.seq, entry.ms)
-                if entry.result == "out":
-                    if entry.ids is not None:  # the line lists them: no walk, no parse
-                        run.ids.learn_stored(entry.ids, run.normalizer.output_ids)
-                    else:
-                        run.ids.defer(entry.value)
-        if entry.result == "error":
-            raise error_from_json(entry.value)
-        return entry.fresh_value()
+                ledger.learn_recorded(entry, as_recorded=True)
+        else:  # nothing to learn: the record alone, appended (a list append is atomic)
+            self._log("replay", entry.seq, entry.ms)
+        value = entry.value
+        if type(value) is dict or type(value) is list:  # ``Entry.fresh_value``, a frame less
+            return loads(dumps(value))
+        return value
 
-    # -- running live -------------------------------------------------------------------------
+    def answered(
+        self,
+        *,
+        learn: Any = ABSENT,
+        as_recorded: bool = False,
+        error: str | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Log that the caller answered from ``recorded`` itself (see ``complete``):
+        ``learn`` is the part of the answer whose ids later calls may send back;
+        ``as_recorded``: no fault changed it, so the ids its line lists stand for it."""
+        entry = self.recorded
+        if entry is None:
+            raise ValueError(f"seq {self.seq} has no recorded answer")
+        ledger = self._ledger
+        with ledger.lock:
+            if learn is not ABSENT:
+                ledger.learn_recorded(entry, learn, as_recorded=as_recorded)
+            self._log(
+                "replay", entry.seq, entry.ms, error, retry_after=retry_after, code=code,
+                partial=partial,
+            )  # fmt: skip
 
     def runner(
         self,
@@ -164,25 +206,24 @@ class Call(Answering):
 
         Raises:
             SideEffectBlocked: a side effect may not run and has no stand-in.
-            CallInDoubt: the call was in flight at a kill, may have run, and nothing says
-                whether to run it again.
-        """
-        run = self._run
-        if self.in_doubt:
+            CallInDoubt: the call was in flight at a kill (it may have run), and nothing
+                says whether to run it again."""
+        ledger = self._ledger
+        if self._resumes is not None and self._resumes.side_effect:  # in doubt
             if on_in_doubt == "skip":
-                self.skipped = True
+                self._skipped = True
                 self.start(side_effect=True)
                 return lambda: None
             if on_in_doubt != "rerun":
-                self._end("blocked")
-                raise in_doubt(self, run.where, self.resumes.line if self.resumes else 0)
+                self._blocked()
+                raise in_doubt(self, ledger.where, self._resumes.line if self._resumes else 0)
         chosen: Callable[[], T | None] = fn
-        if side_effect and run.mode != "off" and not run.allow_side_effects:
+        if side_effect and ledger.mode != "off" and not ledger.allow_side_effects:
             if dry_run is None:
-                self._end("blocked")
+                self._blocked()
                 raise SideEffectBlocked(
                     f"seq {self.seq}: {self.kind} {self.name} has side effects and mode is "
-                    f"{run.mode!r}, so it would run for real; pass allow_side_effects=True "
+                    f"{ledger.mode!r}, so it would run for real; pass allow_side_effects=True "
                     "to let it, or give it a stand-in: @deck.tool(side_effect=True, "
                     "dry_run=stub)"
                 )
@@ -194,22 +235,22 @@ class Call(Answering):
         """The call is about to run live: write its intent, so that after a kill ``resume``
         knows it was in flight; a side-effecting call gets its idempotency key."""
         if side_effect:
-            old = self.resumes.idempotency_key if self.resumes is not None else None
+            old = self._resumes.idempotency_key if self._resumes is not None else None
             self.idempotency_key = old or uuid.uuid4().hex
-        if not self.write or self.kind == "env":
+        if not self.records or self.kind == "env":
             return
         intent: dict[str, Any] = {"begin": self.seq, "kind": self.kind, "name": self.name}
         intent["key"] = self.key
         if side_effect:
             intent["side_effect"] = True
             intent["idempotency_key"] = self.idempotency_key
-        if self.resumes is not None:
-            intent["resumes"] = self.resumes.seq
-        run = self._run
-        with run.lock:
-            if run.file.writing:
-                run.file.intent(intent, sync=side_effect)
-                self.intent = True
+        if self._resumes is not None:
+            intent["resumes"] = self._resumes.seq
+        ledger = self._ledger
+        with ledger.lock:
+            if ledger.file.writing:
+                ledger.file.intent(intent, sync=side_effect)
+                self._intent = True
 
     def result(self, value: Any, *, stored: Any = ABSENT) -> None:
         """Log a live call that returned ``value``, and record it when recording.
@@ -221,19 +262,18 @@ class Call(Answering):
         Raises:
             ArgumentError: the value is not JSON, or an ``http`` call's is not an HTTP answer.
         """
-        run = self._run
-        ms = round((run.clock.now() - self.started) * 1000, 3)
-        if not self.write:
-            with run.lock:
+        ledger = self._ledger
+        ms = round((ledger.clock.now() - self.started) * 1000, 3)
+        if not self.records:
+            with ledger.lock:
                 self._log("live", ms=ms)
             return
         found = None
         if stored is ABSENT:
             # An answer the cassette cannot hold ends the call: not logged, not written.
-            self.finished = True
-            # As ``store("out", value)`` stores it, and its ids, in one walk that checks it too.
-            try:
-                stored, found = run.store_output(value, self.seq)
+            self._finished = True
+            try:  # stored as ``store("out", value)`` stores it, its ids found in the same walk
+                stored, found = ledger.store_output(value, self.seq)
             except NotJSON:
                 check_json(value, f"out of {self.kind} {self.name} at seq {self.seq}")
                 raise  # check_json names the value; it never gets here
@@ -245,13 +285,10 @@ class Call(Answering):
                         f"{problem}; kind 'http' holds what fd.http.Transport records, "
                         "use kind 'tool' for other calls",
                     )
-        with run.lock:
-            # The caller holds this very object and may change it: learn its ids now (after
-            # any earlier outputs still waiting, to keep their order).
-            ids = self._learn_written(stored, found)
-            # ``_log("live", ms=ms)``, a frame less: every live call comes this way.
-            self.finished = True
-            run.log.append((self, "live", None, ms, None, None, None, False))
+        with ledger.lock:
+            # The caller holds this very object and may change it: learn its ids now.
+            ids = ledger.learn_written(stored, found)
+            self._log("live", ms=ms)
             self._put("out", stored, ms, ids=ids)
 
     def fail(self, exc: BaseException) -> None:
@@ -259,10 +296,10 @@ class Call(Answering):
         error that means the call got no answer (no connection, nothing back in time) is
         not recorded but counted (``outage.py``): the run then keeps the cassette it
         records over."""
-        run = self._run
-        ms = round((run.clock.now() - self.started) * 1000, 3)
+        ledger = self._ledger
+        ms = round((ledger.clock.now() - self.started) * 1000, 3)
         code = getattr(exc, "code", None)
-        with run.lock:
+        with ledger.lock:
             self._log(
                 "live",
                 ms=ms,
@@ -270,59 +307,94 @@ class Call(Answering):
                 retry_after=number(getattr(exc, "retry_after", None)),
                 code=code if isinstance(code, str) else None,
             )
-            if not self.write:
+            if not self.records:
                 return
             if no_answer(exc):
-                run.unanswered.append(type(exc).__name__)
-                if self.intent:
-                    run.file.intent({"abort": self.seq, "key": self.key})
+                ledger.unanswered.append(type(exc).__name__)
+                if self._intent:
+                    ledger.file.intent({"abort": self.seq, "key": self.key})
                 return
             self._put("error", self.store("error", error_to_json(exc)), ms)
 
+    def store(self, result: Result, value: Any) -> Any:
+        """``value`` as the cassette stores it: volatile fields made placeholders (outputs
+        and streams), then redacted (a stream on the text its deltas join into)."""
+        redactor = self._ledger.redactor
+        if result == "error":
+            return redactor.redact(value)
+        scrubbed = self._ledger.normalizer.scrub_output(value, self.seq)
+        if result == "stream":
+            return redactor.redact_stream(scrubbed)
+        return redactor.redact(scrubbed)
 
-Logged = (
-    tuple[Call, Source, "int | None", float, "str | None", "float | None", "str | None", bool]
-    | tuple[int, str, str, str, Any, float, "Entry | float"]
-)
-"""A log line as the deck keeps it while calls run: a call and how it ended; a clean
-replay's (seq, kind, name, key, step, started, the entry that answered it); or a clean live
-call's (seq, kind, name, key, step, started, its ms: ``live.py``)."""
-
-
-def as_record(logged: Logged) -> CallRecord:
-    """The ``CallRecord`` of a log line."""
-    if len(logged) == 7:
-        seq, kind, name, key, step, started, entry = logged
-        if isinstance(entry, Entry):  # a clean replay (``clean.py``): a recorded value
-            return CallRecord(
-                seq, kind, name, key, "replay", entry.seq, entry.ms, None, None, step, started
+    def complete(  # noqa: PLR0913 - the options are the log record's fields, each by keyword
+        self,
+        result: Result,
+        stored: Any,
+        *,
+        ms: float,
+        source: Source = "live",
+        learn: Any = ABSENT,
+        error: str | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Log a call whose answer the caller assembled itself (the HTTP transport): its
+        ``result`` (``out``, ``error`` or ``stream``) as ``stored`` (see ``store``), which
+        took ``ms``; and record it when recording. ``source``: ``live``, or ``fault`` (a
+        provider-shaped answer stood in for the call). ``learn``: an output (as stored)
+        whose ids later calls may send again. ``error``, ``retry_after``, ``code``: how the
+        call failed, as a loop would see it; ``partial``: after part of its output had
+        reached the caller."""
+        ledger = self._ledger
+        self._streamed = result == "stream"
+        with ledger.lock:
+            ids = None
+            if learn is not ABSENT:
+                if self.records and ledger.file.writing:
+                    ids = ledger.learn_written(learn)
+                else:
+                    ledger.ids.defer(learn)
+            self._log(
+                source, ms=ms, error=error, retry_after=retry_after, code=code, partial=partial
             )
-        # a clean live call (``live.py``): recorded, with its ms (an int on a clock of ints)
-        return CallRecord(seq, kind, name, key, "live", None, entry, None, None, step, started)
-    call, source, recorded_seq, ms, error, retry_after, code, partial = logged
-    return CallRecord(
-        call.seq,
-        call.kind,
-        call.name,
-        call.key,
-        source,
-        recorded_seq,
-        ms,
-        error,
-        call.fault.kind if call.fault is not None else None,
-        call.step,
-        call.started,
-        retry_after,
-        code,
-        partial,
-        # Streamed (live, or as recorded): what a rehearsal reads to place the stream faults.
-        call.streamed or (call.recorded is not None and call.recorded.result == "stream"),
-    )
+            if self.records:
+                self._put(result, stored, ms, ids=ids)
 
+    # fmt: off
+    def _log(
+        self, source: Source, recorded_seq: int | None = None, ms: float = 0.0,
+        error: str | None = None, *, retry_after: float | None = None, code: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        # fmt: on
+        """Put the call's record in the run's log (under the run's lock)."""
+        self._finished = True
+        fault, recorded = self.fault, self.recorded
+        self._ledger.log.append(
+            _record(  # a CallRecord, its fields in order (its own constructor is a frame more)
+                CallRecord,
+                (
+                    self.seq, self.kind, self.name, self.key, source, recorded_seq, ms, error,
+                    fault.kind if fault is not None else None, self.step, self.started,
+                    retry_after, code, partial,
+                    # Streamed (live, or as recorded): a rehearsal places stream faults by it.
+                    self._streamed or (recorded is not None and recorded.result == "stream"),
+                ),
+            )
+        )  # fmt: skip
 
-def recorded_fault(entry: Entry, where: str) -> Fault:
-    """The fault a recorded call carries, read from its line in ``where``."""
-    try:
-        return fault_from_json(entry.fault, where=f"seq {entry.seq}: fault")
-    except ConfigError as exc:
-        raise CassetteCorrupt(where, entry.line or None, str(exc), RESTORE) from None
+    def _blocked(self) -> None:
+        with self._ledger.lock:
+            self._log("blocked")
+
+    def _put(
+        self, result: str, value: Any, ms: float, *, fault: Any = None, ids: Any = None
+    ) -> None:
+        """Write the call's line (under the run's lock), when the run writes."""
+        if fault is None and self.fault is not None:
+            fault = self.fault.to_json()
+        self._ledger.write_line(
+            self, result, value, ms, fault, ids, "skipped" if self._skipped else None, self._rekey
+        )

@@ -1,54 +1,51 @@
 """The deck: every boundary call goes through it to be recorded, replayed or refused.
 
-``Deck`` is the public face: its settings, its cassette's opening and closing, its report.
-Its calls come from ``Calls`` (``calls.py``): ``begin``, the one seam every call goes
-through, and its thin users ``call``, ``acall``, ``env`` and ``tool``; the HTTP transport
-uses ``begin`` too. ``begin`` returns the ``Call`` (``call.py``) that the caller finishes.
-The run's state lives in ``Run`` (``run.py``), below it.
+``Deck`` is the public face: its settings, its cassette's opening and closing, its calls,
+its report. Every call goes through ``begin``, once: ``call``, ``acall``, ``env`` and
+``tool`` are its thin users, as are the HTTP transports and the MCP session. ``begin``
+returns the ``Call`` (``call.py``) that the caller finishes. The run's state lives in the
+``Run`` the deck owns (``run.py``).
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
-from typing import Any, NamedTuple, ParamSpec, TypeVar, cast
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
 from .._base import config as _config
 from .._base.clock import Clock, SystemClock
 from .._base.config import (
-    DURABILITIES,
-    MATCHES,
-    MODES,
-    ON_HARNESS_CHANGE,
-    REPEATS,
     Durability,
     Latency,
     Match,
     Mode,
     OnHarnessChange,
+    OnInDoubt,
     Repeats,
     Settings,
     check_choice,
 )
+from .._base.context import idempotency
 from .._base.errors import ConfigError
 from .._cassette.format import Recording
-from .._keys.normalize import NormalizeConfig, Normalizer
+from .._keys.canonical import SCHEMA_DEFAULT
+from .._keys.normalize import NormalizeConfig
 from .._keys.redact import Redactor
 from ..faults import Fault, FaultPlan
-from .calls import Calls
-from .environ import deck_from_env
-from .fork import check_fork, fork_from_env
+from .call import Call
+from .environ import deck_from_env, env
+from .fork import check_fork
 from .report import CallRecord, Report
+from .resuming import AWAITS
+from .rules import deck_normalizer
 from .run import Run
+from .tools import tool
 
 T = TypeVar("T")
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
-class Deck(Calls):
+class Deck:
     """Routes boundary calls: records them, replays them, and reports what happened.
 
     Args:
@@ -58,8 +55,7 @@ class Deck(Calls):
         match: ``keyed`` (default; tolerates reordering) or ``strict`` (seq must agree too).
         clock: where durations are read and waits happen; ``SystemClock()`` by default.
         faults: a ``FaultPlan``, a list of faults, or a plan file (JSON or TOML), injected in
-            every mode: on replay on top of the recording, on record in front of the live call
-            (recorded as injected).
+            every mode: on top of the recording, or in front of the live call (recorded).
         latency: ``"recorded"`` to let each replayed call take its recorded time on the clock.
         allow_side_effects: let side-effecting tools run while recording.
         durability: ``flush`` (default) or ``fsync`` each line before the call returns.
@@ -88,6 +84,7 @@ class Deck(Calls):
         path: the cassette file.
         mode, match, durability: as configured.
         clock: the deck's clock.
+        latency: ``recorded`` when replayed calls take their recorded time on the clock.
         faults: the fault plan, if any.
         redactor: what masks secrets.
     """
@@ -117,30 +114,25 @@ class Deck(Calls):
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
         self.mode: Mode = check_choice(
-            "mode", mode or self._settings.mode or "replay", (*MODES, "fork")
+            "mode", mode or self._settings.mode or "replay", (*_config.MODES, "fork")
         )
         fork = check_fork(self.path, self.mode, parent, at)
-        self.match: Match = check_choice("match", match or self._settings.match, MATCHES)
+        self.match: Match = check_choice("match", match or self._settings.match, _config.MATCHES)
         self.durability: Durability = check_choice(
-            "durability", durability or self._settings.durability, DURABILITIES
+            "durability", durability or self._settings.durability, _config.DURABILITIES
         )
         if latency not in (None, "recorded"):
             raise ConfigError(f"latency {latency!r} is not one of: None, 'recorded'")
-        check_choice("on_harness_change", on_harness_change, ON_HARNESS_CHANGE)
-        check_choice("repeats", repeats, REPEATS)
+        check_choice("on_harness_change", on_harness_change, _config.ON_HARNESS_CHANGE)
+        check_choice("repeats", repeats, _config.REPEATS)
         self.clock: Clock = clock or SystemClock()
-        self._latency = latency
-        if redactor is None and normalize is None:
-            self.redactor, normalizer = _project_normalizer(self._settings)
-        else:
-            self.redactor = redactor or Redactor(extra_patterns=self._settings.redact_patterns)
-            normalizer = Normalizer(normalize or _default_normalize(self._settings), self.redactor)
-        self._public_env = frozenset(public_env) | frozenset(self._settings.public_env)
-        self._environ: Mapping[str, str] = os.environ if environ is None else environ
-        if isinstance(faults, (str, os.PathLike)):
-            faults = FaultPlan.load(faults)
-        elif faults is not None and not isinstance(faults, FaultPlan):
-            faults = FaultPlan(faults)
+        self.latency = latency
+        self.redactor, normalizer = deck_normalizer(self._settings, redactor, normalize)
+        self.public_env = frozenset(public_env) | frozenset(self._settings.public_env)
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        if faults is not None and not isinstance(faults, FaultPlan):
+            is_file = isinstance(faults, (str, os.PathLike))
+            faults = FaultPlan.load(faults) if is_file else FaultPlan(faults)  # type: ignore[arg-type]
         self.faults: FaultPlan | None = faults
         self._run = Run(
             path=self.path,
@@ -153,7 +145,7 @@ class Deck(Calls):
             redactor=self.redactor,
             allow_side_effects=allow_side_effects,
             repeat_last=repeats == "last",
-            environ=self._environ,
+            environ=self.environ,
             root=self._settings.root,
             on_harness_change=on_harness_change,
             replace=replace,
@@ -164,28 +156,14 @@ class Deck(Calls):
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> Deck:
         """A deck configured by ``FAULTDECK_*`` variables, opened, and closed at exit.
 
-        Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
-        fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits),
-        ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits) and
-        ``FAULTDECK_DEFER_REPLACE`` (``1``: a fresh recording stays beside the cassette when
-        the run ends, for ``faultdeck record`` to move once the program exits 0), and for
-        ``FAULTDECK_MODE=fork`` ``FAULTDECK_FORK_PARENT`` and ``FAULTDECK_FORK_AT`` (the
-        ``parent`` and ``at`` that ``faultdeck fork`` sets), and ``FAULTDECK_ALLOW_SIDE_EFFECTS``
-        (``0``: side effects run their stand-ins whatever the program passes, as
-        ``faultdeck drift`` asks; ``1``: they may run). Other keyword arguments go to
-        ``Deck``.
+        Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS``,
+        ``FAULTDECK_CLOCK``, ``FAULTDECK_REPORT`` and the variables the commands set
+        (``deck_from_env`` says what each does). Other keyword arguments go to ``Deck``.
 
         Raises:
             ConfigError: ``FAULTDECK_CASSETTE`` is not set, or a value is not valid.
         """
-        env = os.environ if environ is None else environ
-        fork_from_env(env, kwargs)
-        return deck_from_env(cls, env, kwargs)
-
-    @property
-    def latency(self) -> Latency | None:
-        """``recorded`` when replayed calls take their recorded time on the clock."""
-        return self._latency
+        return deck_from_env(cls, os.environ if environ is None else environ, kwargs)
 
     @property
     def active_mode(self) -> Mode:
@@ -199,9 +177,7 @@ class Deck(Calls):
         """The cassette as the deck read it on opening (``replay``, ``append``, ``resume``);
         ``None`` for a fresh recording and in mode ``off``. Reading it opens the deck."""
         self.open()
-        return self._run.recording
-
-    # -- opening and closing -------------------------------------------------------------
+        return self._run.cassette.recording
 
     def __enter__(self) -> Deck:
         self.open()
@@ -243,8 +219,6 @@ class Deck(Calls):
         """Release the cassette without an end line, as a killed process would leave it."""
         self._run.abandon()
 
-    # -- the report ------------------------------------------------------------------------
-
     @property
     def calls(self) -> tuple[CallRecord, ...]:
         """Every call so far, in the order they started."""
@@ -254,48 +228,173 @@ class Deck(Calls):
         """What happened so far: used, unused, repeats, misses, order changes."""
         return self._run.report()
 
+    def begin(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        *,
+        schema_version: str = SCHEMA_DEFAULT,
+        step: Any = None,
+        meta: Any = None,
+        shaped: frozenset[str] = frozenset(),
+    ) -> Call:
+        """Decide one boundary call and hand it back to be finished: the one way in. With
+        ``call.recorded``, finish it with ``call.replay()``; else it runs live
+        (``call.runner(fn)``, then ``call.result(value)``; ``with deck.begin(...) as call:``
+        records an exception with ``call.fail``). ``call.fault`` is the fault to apply.
 
-def _default_normalize(settings: Settings) -> NormalizeConfig:
-    """The normalization rules of the project's settings."""
-    base = NormalizeConfig()
-    return replace(
-        base,
-        strip_fields=base.strip_fields | frozenset(settings.strip_headers),
-        volatile=frozenset(settings.volatile),
-        root=settings.root,
-        rules=settings.rules(),
-    )
+        Args:
+            kind: ``model``, ``tool``, ``env`` or ``http``.
+            name: the call's name.
+            args: the call's arguments, as JSON values; they decide the key.
+            schema_version: the tool's schema version; part of the key.
+            step: the loop's step label, stored with the call.
+            meta: free-form data stored with the call, never part of the key.
+            shaped: fault kinds the caller shapes into the answer itself (the HTTP boundary
+                breaks a tool call inside a 200); other raising faults get no answer.
 
+        Raises:
+            ReplayMiss: the cassette has no answer for this call and the mode may not run it.
+            ArgumentError: args hold a value that is not JSON, or the kind is not one of
+                the four.
+        """
+        return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
 
-class _Shared(NamedTuple):
-    settings: Settings
-    redactor: Redactor
-    normalizer: Normalizer
+    async def abegin(
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        *,
+        schema_version: str = SCHEMA_DEFAULT,
+        step: Any = None,
+        meta: Any = None,
+        shaped: frozenset[str] = frozenset(),
+    ) -> Call:
+        """``begin`` for a caller on an event loop (``acall``, the async HTTP transport, the
+        MCP session): the same call through ``begin``, but a resumed call that another task's
+        reorder put ahead of the recorded calls before it waits for them without blocking
+        the loop, where ``begin`` would raise ``ReplayMiss`` rather than stall them."""
+        token = AWAITS.set(True)  # it may wait for its turn in catch_up, not on the lock
+        try:
+            call = self.begin(
+                kind, name, args, schema_version=schema_version, step=step, meta=meta,
+                shaped=shaped,
+            )  # fmt: skip
+        finally:
+            AWAITS.reset(token)
+        if call._behind:  # resumed ahead of the recording: wait for the calls before it
+            await self._run.turns.catch_up(call)
+        return call
 
+    def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        fn: Callable[[], T],
+        *,
+        schema_version: str = SCHEMA_DEFAULT,
+        side_effect: bool = False,
+        dry_run: Callable[[], T] | None = None,
+        on_in_doubt: OnInDoubt = "raise",
+        step: Any = None,
+        meta: Any = None,
+    ) -> T:
+        """Make one boundary call through the deck.
 
-_shared: list[_Shared] = []  # the most recent first; a few at most
-_shared_lock = threading.Lock()
+        Args:
+            kind: ``model``, ``tool``, ``env`` or ``http``.
+            name: the call's name.
+            args: the call's arguments, as JSON values; they decide the key.
+            fn: runs the call for real; never called in replay.
+            schema_version: the tool's schema version; part of the key.
+            side_effect: the call changes the world (sends, writes, pays).
+            dry_run: runs instead of ``fn`` for a side-effecting call while recording.
+            on_in_doubt: what ``resume`` does with a side-effecting call that was in flight
+                when the run was killed (it may have run): ``raise`` (default;
+                ``CallInDoubt``), ``rerun`` (run it again) or ``skip`` (return ``None``).
+            step: the loop's step label, stored with the call.
+            meta: free-form data stored with the call, never part of the key.
 
+        Returns:
+            The live result, or the recorded one (a fresh copy) when replaying.
 
-def _project_normalizer(settings: Settings) -> tuple[Redactor, Normalizer]:
-    """The normalizer (and its redactor) of a deck that takes the project's settings as
-    they are, shared by every such deck while the settings stay the same object (they are
-    read again when pyproject.toml changes).
+        Raises:
+            ReplayMiss: the cassette has no answer for this call and the mode may not run it.
+            SideEffectBlocked: a side-effecting call may not run in this mode.
+            CallInDoubt: resuming, a side effect in flight at the kill may have run.
+            ArgumentError: args (or a live result) hold a value that is not JSON, or the
+                kind is not one of the four.
+            CassetteWriteError: the disk refused the cassette's line.
+        """
+        if on_in_doubt != "raise":
+            check_choice("on_in_doubt", on_in_doubt, _config.ON_IN_DOUBT)
+        call = self.begin(kind, name, args, schema_version=schema_version, step=step, meta=meta)
+        if call.fault is not None or self.latency is not None:
+            for seconds in self._waits(call):
+                self.clock.advance(seconds)
+        if call.recorded is not None:
+            answer: T = call.replay()
+            return answer
+        with call:  # an exception out of the block is recorded with call.fail
+            live = call.runner(
+                fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
+            )
+            with idempotency(call.idempotency_key):
+                value = live()
+            call.result(value)
+        return cast(T, value)
 
-    Building them compiles the patterns and imports the rules; a rehearsal builds a deck per
-    cell. Both are pure but for caches of what each field name means, which stay right
-    for the same settings and are warm for the next deck.
-    """
-    with _shared_lock:
-        for shared in _shared:
-            if shared.settings is settings:
-                return shared.redactor, shared.normalizer
-    redactor = Redactor(extra_patterns=settings.redact_patterns)
-    normalizer = Normalizer(_default_normalize(settings), redactor)
-    with _shared_lock:
-        _shared.insert(0, _Shared(settings, redactor, normalizer))
-        del _shared[_SHARED_MAX:]
-    return redactor, normalizer
+    async def acall(  # noqa: PLR0913 - call's async twin, the same options
+        self,
+        kind: str,
+        name: str,
+        args: Any,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        schema_version: str = SCHEMA_DEFAULT,
+        side_effect: bool = False,
+        dry_run: Callable[[], Awaitable[T]] | None = None,
+        on_in_doubt: OnInDoubt = "raise",
+        step: Any = None,
+        meta: Any = None,
+    ) -> T:
+        """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
+        if on_in_doubt != "raise":
+            check_choice("on_in_doubt", on_in_doubt, _config.ON_IN_DOUBT)
+        call = await self.abegin(
+            kind, name, args, schema_version=schema_version, step=step, meta=meta
+        )
+        if call.fault is not None or self.latency is not None:
+            for seconds in self._waits(call):
+                await self.clock.aadvance(seconds)
+        if call.recorded is not None:
+            answer: T = call.replay()
+            return answer
+        with call:  # as in call
+            live = call.runner(
+                fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
+            )
+            with idempotency(call.idempotency_key):
+                awaitable = live()
+                value = None if awaitable is None else await awaitable
+            call.result(value)
+        return cast(T, value)
 
+    def _waits(self, call: Call) -> tuple[float, ...]:
+        """What ``call`` and ``acall`` do alike before a decided call is answered: raise its
+        fault if it raises (``Call.inject``), and give the waits on the clock before the
+        answer: the fault's delay, then the recorded time when latency is replayed (less a
+        delay the recording was made under: its ms hold it already)."""
+        fault, recorded = call.fault, call.recorded
+        call.inject()
+        waits: tuple[float, ...] = (call.delay,) if fault is not None else ()
+        if recorded is not None and self.latency == "recorded":
+            delay = call.delay if call.fault_applied else 0.0
+            waits += (max(0.0, recorded.ms / 1000 - delay),)
+        return waits
 
-_SHARED_MAX = 4
+    env = env  # ``deck.env(name)`` (``environ.py``)
+    tool = tool  # ``@deck.tool`` (``tools.py``)

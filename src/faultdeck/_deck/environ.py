@@ -1,4 +1,5 @@
-"""``Deck.from_env()``: a deck configured by ``FAULTDECK_*`` variables, closed at exit.
+"""The environment and a deck: ``Deck.from_env()``, a deck configured by ``FAULTDECK_*``
+variables and closed at exit; and ``Deck.env()``, a variable read as a boundary call.
 
 The command line drives any program this way: it sets the variables, the program's deck
 reads them, and at exit the deck writes its report where ``FAULTDECK_REPORT`` says.
@@ -12,7 +13,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 
@@ -26,7 +27,11 @@ from .._base.errors import (
     ReplayMiss,
     in_faultdeck,
 )
+from .._cassette.session import hash_value
+from .._keys.redact import Redactor
 from ..faults import FaultPlan
+from .call import Call
+from .fork import fork_from_env
 from .report import Report
 
 
@@ -39,8 +44,31 @@ class _Deck(Protocol):
 D = TypeVar("D", bound=_Deck)
 
 
+class _EnvDeck(Protocol):
+    """What ``env`` reads of its deck."""
+
+    path: str
+    environ: Mapping[str, str]
+    public_env: frozenset[str]
+    redactor: Redactor
+
+    def begin(self, kind: str, name: str, args: Any) -> Call: ...
+
+
 def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) -> D:
-    """The body of ``Deck.from_env``: build, open, and close at exit."""
+    """The body of ``Deck.from_env``: build, open, and close at exit.
+
+    Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
+    fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits),
+    ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits) and
+    ``FAULTDECK_DEFER_REPLACE`` (``1``: a fresh recording stays beside the cassette when
+    the run ends, for ``faultdeck record`` to move once the program exits 0), and for
+    ``FAULTDECK_MODE=fork`` ``FAULTDECK_FORK_PARENT`` and ``FAULTDECK_FORK_AT`` (the
+    ``parent`` and ``at`` that ``faultdeck fork`` sets), and ``FAULTDECK_ALLOW_SIDE_EFFECTS``
+    (``0``: side effects run their stand-ins whatever the program passes, as
+    ``faultdeck drift`` asks; ``1``: they may run).
+    """
+    fork_from_env(env, kwargs)
     cassette = env.get("FAULTDECK_CASSETTE")
     if not cassette:
         raise ConfigError(
@@ -116,3 +144,51 @@ def _open_quietly(deck: _Deck, *, checked: bool) -> None:
             warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
         elif not (checked and issubclass(found.category, CassetteWarning)):
             print(f"faultdeck: warning: {found.message}", file=sys.stderr)
+
+
+_SECRETISH = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def env(
+    self: Any, name: str, default: str | None = None, *, public: bool | None = None
+) -> str | None:
+    """Read an environment variable as a boundary call of kind ``env`` (``deck.env``).
+
+    The value is stored as a hash unless the variable is public (``public=True``, or
+    listed in ``public_env``); names that look like credentials are never public. On
+    replay a public value comes from the cassette; a hashed one is read from the
+    environment and must hash the same as it did when recorded.
+
+    Raises:
+        ReplayMiss: the variable's value differs from the recording.
+    """
+    deck: _EnvDeck = self
+    is_public = name in deck.public_env if public is None else public
+    if is_public and any(part in name.upper() for part in _SECRETISH):
+        is_public = False
+    live = deck.environ.get(name)
+    stored: str | None = None
+    if live is not None:
+        stored = deck.redactor.redact_text(live) if is_public else hash_value(live)
+    with deck.begin("env", name, {}) as call:
+        call.inject()
+        if call.recorded is None:
+            call.result(stored, stored=stored)
+            return default if live is None else live
+        recorded = call.replay()
+    if is_public:
+        return default if recorded is None else cast(str, recorded)
+    if recorded != stored:
+        raise ReplayMiss(
+            f"replay miss at seq {call.seq}: env {name} differs from the recording in "
+            f"{deck.path} (recorded {recorded or 'unset'}, now {stored or 'unset'}); "
+            f"set it as it was, or re-record with {terms.current().about(deck.path).record}",
+            seq=call.seq,
+            kind="env",
+            name=name,
+            key=call.key,
+            agreed=sum(r.source == "replay" for r in call._ledger.log) - 1,
+            nearest=None,
+            diff=(("value", recorded, stored),),
+        )
+    return default if live is None else live

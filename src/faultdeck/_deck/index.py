@@ -10,13 +10,13 @@ goes; how often each key was recorded is counted from the entries when first ask
 has no lock of its own: the deck calls it under its lock.
 
 It also follows the recording in file order (``expected``): the first entry still queued
-after the last one taken, the entry an in-order replay asks for next, which the as-stored
-route (``clean.py``) tries before it keys a call. While every answer so far was taken that
-way (``take_next``), from the first line on, the entries before the cursor are exactly the
-ones taken: such a take only moves the cursor, and the queues and counts catch up (in one
-pass) when anything else reads or takes. A long in-order replay then never touches a
-dict per call. A take by key of the very entry ``expected`` gives (a call a fault made
-take the slow route) keeps that order; any other take ends it.
+after the last one taken, the entry an in-order replay asks for next, whose stored args
+``Run.begin`` compares a call's with before it keys the call. While every answer so far was
+taken that way (``take_expected``), from the first line on, the entries before the cursor
+are exactly the ones taken: such a take only moves the cursor, and the queues and counts
+catch up (in one pass) when anything else reads or takes. A long in-order replay then never
+touches a dict per call. A take by key of the very entry ``expected`` gives keeps that
+order; any other take ends it.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class ReplayIndex:
         self._queues: dict[Any, Entry | deque[Entry]] = {}
         self._entries: Sequence[Entry] = ()
         self._cursor = 0
-        # Every answer so far taken in file order (by ``take_next``, or by key where it
+        # Every answer so far taken in file order (by ``take_expected``, or by key where it
         # would have); the ones before ``_cursor`` from ``_settled`` on are not yet out of
         # the queues and counts.
         self._in_order = True
@@ -158,28 +158,24 @@ class ReplayIndex:
     # -- taking answers --------------------------------------------------------------------
 
     def take(self, key: str, seq: int) -> Entry | None:
-        """The answer for the call ``key`` at ``seq``, or ``None``; the ask is counted."""
+        """The answer for the call ``key`` at ``seq``, taken and served, or ``None``; the
+        ask is counted."""
         self._settle()
-        asked = self._asked
-        asked[key] = asked.get(key, 0) + 1
         qkey = (key, seq) if self._strict else key
         held = self._queues.get(qkey)
-        if held is not None:
-            if type(held) is not deque:
-                entry: Entry = held  # type: ignore[assignment]  # not a deque: an entry
-                del self._queues[qkey]
-            elif held:
-                entry = held.popleft()
-            else:
-                return self._last.get(key)
-            self._remaining -= 1
-            if self._repeat_last:
-                self._last[key] = entry
+        if held is not None and (type(held) is not deque or held):
+            entry: Entry = held[0] if type(held) is deque else held  # type: ignore[assignment]
+            self._taken(key, qkey, entry)
             self._passed(entry)
             return entry
+        asked = self._asked
+        asked[key] = asked.get(key, 0) + 1
         # Asked more often than recorded (a retry after an injected fault): with
         # repeat_last the same request gets the same answer again; repeats() still counts it.
-        return self._last.get(key)
+        entry = self._last.get(key)  # type: ignore[assignment]
+        if entry is not None:
+            self._serve(entry)
+        return entry
 
     def has(self, key: str, seq: int) -> bool:
         """Whether ``take(key, seq)`` would give an answer (without counting the ask)."""
@@ -204,19 +200,16 @@ class ReplayIndex:
             return held[0] if held else None
         return held  # type: ignore[return-value]  # an entry or None
 
-    def take_peeked(self, key: str, seq: int, entry: Entry) -> None:
-        """``take`` and ``serve`` in one, for ``entry``, which ``peek(key, seq)`` just gave."""
-        self._settle()
-        self._taken(key, (key, seq) if self._strict else key, entry)
-        self._passed(entry)
-
-    def take_next(self, entry: Entry) -> None:
-        """``take`` and ``serve`` in one, for ``entry``, which ``expected`` just gave: while
-        every answer so far came this way, only the cursor moves."""
+    def take_expected(self, entry: Entry) -> None:
+        """Take and serve ``entry``, which ``expected`` just gave: while every answer so far
+        came this way, only the cursor moves."""
         if self._in_order:
             self._cursor += 1
         else:
-            self.take_peeked(entry.key, entry.seq, entry)
+            self._settle()
+            key = entry.key
+            self._taken(key, (key, entry.seq) if self._strict else key, entry)
+            self._passed(entry)
 
     def expected(self, seq: int) -> Entry | None:
         """The first entry, in file order from the last one taken, that is still the next of
@@ -239,9 +232,8 @@ class ReplayIndex:
         self._cursor = n
         return None
 
-    def serve(self, entry: Entry) -> None:
+    def _serve(self, entry: Entry) -> None:
         """Count ``entry`` as served, and as an order change when it was recorded earlier."""
-        self._settle()
         self._served += 1
         if entry.seq < self._last_served_seq:
             self._order_changes += 1
@@ -260,13 +252,10 @@ class ReplayIndex:
         self._remaining -= 1
         if self._repeat_last:
             self._last[key] = entry
-        self._served += 1
-        if entry.seq < self._last_served_seq:
-            self._order_changes += 1
-        self._last_served_seq = entry.seq
+        self._serve(entry)
 
     def _settle(self) -> None:
-        """Take the entries ``take_next`` passed over, as ``take_peeked`` would have."""
+        """Take the entries ``take_expected`` passed over, as ``take`` would have."""
         start, end = self._settled, self._cursor
         if not self._in_order or start == end:
             return
@@ -297,12 +286,12 @@ class ReplayIndex:
     def _passed(self, entry: Entry) -> None:
         """``entry`` was taken: an in-order replay asks for the one after it next (looked for
         a few entries ahead, past calls a loop skipped; else the guess stays). Taken from
-        anywhere but the cursor, it ends the in-order run (``take_next`` then takes by key)."""
+        anywhere but the cursor, it ends the in-order run (``take_expected`` then takes by key)."""
         entries, i = self._entries, self._cursor
         n = len(entries)
         if i < n and entries[i] is entry:  # the guess was right
             self._cursor = i + 1
-            if self._in_order:  # taken, after settling, where take_next would have
+            if self._in_order:  # taken, after settling, where take_expected would have
                 self._settled = i + 1
             return
         self._in_order = False

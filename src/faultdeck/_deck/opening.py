@@ -5,7 +5,7 @@
 continue the file they find (or the partial file a run left beside it). Either way the end
 line names the rules the file's calls were keyed under, when every call's args key as
 stored under them (``Recording.rules``). ``close`` ends the file; ``abandon`` leaves it as
-a killed process would. ``Run`` is the rest of the run (``run.py``).
+a killed process would. The ``Run`` (``run.py``) owns one ``Cassette``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ import os
 import threading
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
 
 from .._base import config as _config
+from .._base.config import Durability
 from .._base.errors import CassetteWarning, HarnessChanged, warn
 from .._cassette import store
 from .._cassette.format import Intent, Recording
 from .._cassette.reader import interrupted_warning, load, load_shared
 from .._cassette.session import CassetteSession, make_header
 from .._keys.normalize import Normalizer
-from ..faults import FaultRun
 from .fork import ForkPoint, start_fork
 from .index import ReplayIndex
 from .outage import outage_line
@@ -32,41 +31,68 @@ from .outage import outage_line
 log = logging.getLogger("faultdeck")
 
 
-class Opening:
-    """``Run``'s opening and closing of its cassette (see the module)."""
+class Cassette:
+    """A run's cassette: opened as its mode says, written through ``file``, closed once.
 
-    lock: threading.RLock
-    path: str
-    configured: str
-    mode: str
-    opened: bool
-    clean: bool
-    asis: bool
-    records_plain: bool
-    file: CassetteSession
-    index: ReplayIndex
-    normalizer: Normalizer
-    _closed: bool
-    _copy: Any
-    _durability: str
-    _replace: bool
-    _fork: ForkPoint | None
-    _root: str
-    _match: str
-    _environ: Mapping[str, str]
-    _recording: Recording | None
-    _faulted: bool
-    _fault_run: FaultRun | None
-    _in_flight: dict[str, deque[Intent]]
-    unanswered: list[str]
-    _begun: int
-    _unseen: int
-    _on_harness_change: str
-    _harness_changed: tuple[str, str] | None
+    Args:
+        path: the cassette file (or a store URL: the run then writes a local copy).
+        mode: the deck's mode, as configured (``once`` is decided on opening).
+        lock: the run's lock, under which it opens and closes.
+        index: the replay index it loads the recorded calls into.
+        normalizer: whose rules the file's end line names (``Recording.rules``).
+        durability, replace, fork, root, match, environ, on_harness_change: the deck's.
+
+    Attributes:
+        mode: the mode decided on opening.
+        opened, closed: whether ``open`` and ``close`` (or ``abandon``) ran.
+        file: the working file and its lock (``CassetteSession``).
+        recording: the cassette as it was read on opening, if it was.
+        faulted: a recorded call carries a fault.
+        in_flight: resuming, the intents of the calls in flight at the kill, by key.
+        begun: resuming, the last seq the old run began.
+        unseen: of those seqs, how many left no line (numbered, never written).
+        harness_changed: ``(recorded, current)`` git SHAs when they differ.
+    """
+
+    def __init__(  # noqa: PLR0913 - keyword-only: the deck's options about its file
+        self,
+        path: str,
+        mode: str,
+        *,
+        lock: threading.RLock,
+        index: ReplayIndex,
+        normalizer: Normalizer,
+        durability: Durability,
+        replace: bool,
+        fork: ForkPoint | None,
+        root: str,
+        match: str,
+        environ: Mapping[str, str],
+        on_harness_change: str,
+    ) -> None:
+        self.path = path
+        self.configured = self.mode = mode
+        self.opened = self.closed = False
+        self.file = CassetteSession(path, durability=durability, replace=replace)
+        self.recording: Recording | None = None
+        self.faulted = False
+        self.in_flight: dict[str, deque[Intent]] = {}
+        self.begun = self.unseen = 0
+        self.harness_changed: tuple[str, str] | None = None
+        self._lock, self._index, self._normalizer = lock, index, normalizer
+        self._copy = store.WorkingCopy(path) if store.is_url(path) else None
+        self._durability, self._replace, self._fork = durability, replace, fork
+        self._root, self._match, self._environ = root, match, environ
+        self._on_harness_change = on_harness_change
+
+    @property
+    def kept(self) -> str | None:
+        """Where a fresh recording was left beside the cassette, if it was."""
+        return (self._copy.kept if self._copy else None) or self.file.kept
 
     def open(self) -> None:
         """Load and lock the cassette as the mode needs; see ``Deck.open``."""
-        with self.lock:
+        with self._lock:
             if self.opened:
                 return
             mode = self.configured
@@ -77,8 +103,6 @@ class Opening:
             if mode == "replay":
                 recording = load_shared(self.path)  # a rehearsal reads it once
                 self._use(recording)
-                self.clean = not self._faulted
-                self.asis = self.clean and recording.rules == self.normalizer.fingerprint
             elif mode in ("record", "append", "resume", "fork"):
                 if self._copy is not None:  # the run writes a local copy; the lock is on it
                     local = self._copy.make(fetch=exists and mode in ("append", "resume"))
@@ -92,7 +116,6 @@ class Opening:
                     if self._copy is not None:
                         self._copy.drop()
                     raise
-            self.records_plain = mode == "record" and self._fault_run is None
             self.opened = True
 
     def _open_for_writing(self, mode: str, exists: bool) -> None:
@@ -109,10 +132,10 @@ class Opening:
                 match=self._match,
                 root=self._root,
                 environ=self._environ,
-                volatile=self.normalizer.output_volatile,
+                volatile=self._normalizer.output_volatile,
                 parent=parent,
             )
-            rules = self.normalizer.fingerprint
+            rules = self._normalizer.fingerprint
             self.file.start(
                 header,
                 beside=exists,
@@ -124,22 +147,22 @@ class Opening:
         self._use(recording)
         if self.mode == "resume":
             for intent in recording.in_flight():
-                self._in_flight.setdefault(intent.key, deque()).append(intent)
-            self._begun = recording.begun
-            self._unseen = recording.unseen
-        rules = self.normalizer.fingerprint
+                self.in_flight.setdefault(intent.key, deque()).append(intent)
+            self.begun = recording.begun
+            self.unseen = recording.unseen
+        rules = self._normalizer.fingerprint
         self.file.extend(recording, rules=rules if recording.rules == rules else None)
 
     def _use(self, recording: Recording) -> None:
-        self._recording = recording
-        self.index.load(recording.entries)
-        self._faulted = any(e.fault is not None for e in recording.entries)
+        self.recording = recording
+        self._index.load(recording.entries)
+        self.faulted = any(e.fault is not None for e in recording.entries)
         if recording.interrupted and self.mode != "resume":
             warn(interrupted_warning(recording.path), CassetteWarning)
         recorded_sha = recording.header.harness.get("git_sha")
         current_sha = _config.harness(self._root).get("git_sha")
         if recorded_sha and current_sha and recorded_sha != current_sha:
-            self._harness_changed = (str(recorded_sha), str(current_sha))
+            self.harness_changed = (str(recorded_sha), str(current_sha))
             if self._on_harness_change == "warn":
                 warn(
                     f"{self.path} was recorded at commit {recorded_sha}, replaying at "
@@ -147,16 +170,16 @@ class Opening:
                     HarnessChanged,
                 )
 
-    def close(self, status: str) -> None:
+    def close(self, status: str, unanswered: list[str]) -> None:
         """Write the end line (when writing) and release the cassette; once. A run in which
-        live calls got no answer keeps the cassette it records over and says so
-        (``outage.py``)."""
-        with self.lock:
-            if self._closed:
+        live calls got no answer (``unanswered``) keeps the cassette it records over and
+        says so (``outage.py``)."""
+        with self._lock:
+            if self.closed:
                 return
-            self._closed = True
+            self.closed = True
             writing = self.file.writing
-            outage = writing and status == "ok" and bool(self.unanswered)
+            outage = writing and status == "ok" and bool(unanswered)
             self.file.close(status, keep=outage)
             if self._copy is not None:
                 working = self.file.working if writing else None
@@ -164,28 +187,22 @@ class Opening:
                 replace = self._replace and not outage
                 self._copy.finish(working, ok=status == "ok", replace=replace)
             if outage and self._replace:
-                log.warning("%s", self.outage())
-
-    def outage(self) -> str | None:
-        """The line that says which live calls got no answer and what was kept
-        (``outage_line``), or ``None`` when every live call was answered."""
-        if not self.unanswered:
-            return None
-        return outage_line(
-            mode=self.mode,
-            stored=self.file.stored,
-            used=self.index.served,
-            unanswered=self.unanswered,
-            cassette=self.path,
-            kept=(self._copy.kept if self._copy else None) or self.file.kept,
-        )
+                line = outage_line(
+                    mode=self.mode,
+                    stored=self.file.stored,
+                    used=self._index.served,
+                    unanswered=unanswered,
+                    cassette=self.path,
+                    kept=self.kept,
+                )
+                log.warning("%s", line)
 
     def abandon(self) -> None:
         """Release the cassette without an end line; once."""
-        with self.lock:
-            if self._closed:
+        with self._lock:
+            if self.closed:
                 return
-            self._closed = True
+            self.closed = True
             self.file.abandon()
             if self._copy is not None:
                 self._copy.drop()

@@ -13,7 +13,8 @@ live, as the call the killed run had not reached. A call that is still ahead of 
 recording when the wait ends, or that nobody else could ask for (no other thread, no other
 task), is a divergence: ``ReplayMiss``, as before. A sync call waits on the run's lock (it
 lets the others in); a caller on an event loop (``Deck.abegin``: ``acall``, the async HTTP
-transport, the MCP session) waits without blocking the loop (``catch_up``).
+transport, the MCP session) waits without blocking the loop (``catch_up``). The ``Run``
+owns one ``Turns``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from .._base.errors import ReplayMiss
@@ -38,62 +40,60 @@ TURN_WAIT = 2.0
 
 _POLL = 0.002  # how often ``catch_up`` looks again (seconds)
 
+AWAITS: ContextVar[bool] = ContextVar("faultdeck_awaits", default=False)
+"""Set while ``Deck.abegin`` decides a call: its caller can wait in ``catch_up``."""
 
-class Resuming:
-    """``Run``'s waiting of a resumed call for the recorded calls before it (see the module)."""
 
-    lock: threading.RLock
-    index: ReplayIndex
-    _in_flight: dict[str, deque[Intent]]
-    _turn: threading.Condition | None = None  # made when a call first waits
+Miss = Callable[[Call, Sequence["Entry | Intent"]], ReplayMiss]
+"""The run's ``ReplayMiss`` for a call, naming the calls it waited for."""
 
-    def _miss(self, call: Call, waited: Sequence[Entry | Intent] = ()) -> ReplayMiss:
-        raise NotImplementedError  # ``Run``'s
 
-    def _before(self, seq: int) -> list[Entry | Intent]:
-        """The calls the old run numbered at or before ``seq`` (recorded, or in flight)
-        still to be asked: a scan of what is left, made once per waiting call."""
-        early: list[Entry | Intent] = [e for e in self.index.unused() if e.seq <= seq]
-        early += (i for queue in self._in_flight.values() for i in queue if i.seq <= seq)
-        return early
+class Turns:
+    """The waiting of a resumed call for the recorded calls before it (see the module).
 
-    def _unasked(self, early: list[Entry | Intent]) -> list[Entry | Intent]:
-        """Those of ``early`` still to be asked: looked up one by one, however long the
-        recording."""
-        return [c for c in early if self._waiting(c)]
+    Args:
+        lock: the run's lock: a sync call waits on it, letting the others in.
+        index: the recorded calls still queued.
+        in_flight: the intents in flight at the kill, by key (filled on opening).
+        miss: makes the ``ReplayMiss`` of a call still ahead when its wait ends.
+    """
 
-    def _waiting(self, call: Entry | Intent) -> bool:
-        """Whether ``call`` is still to be asked: queued, or its intent still in flight."""
-        if isinstance(call, Intent):
-            return any(i is call for i in self._in_flight.get(call.key, ()))
-        return self.index.queued(call)
+    def __init__(
+        self,
+        lock: threading.RLock,
+        index: ReplayIndex,
+        in_flight: dict[str, deque[Intent]],
+        miss: Miss,
+    ) -> None:
+        self._lock, self._index, self._in_flight, self._miss = lock, index, in_flight, miss
+        self._turn: threading.Condition | None = None  # made when a call first waits
 
-    def _took_turn(self) -> None:
+    def took_turn(self) -> None:
         """A recorded or in-flight call was asked: a call waiting for it may go on."""
         turn = self._turn
         if turn is not None:
             turn.notify_all()
 
-    def _waits_turn(self, call: Call, awaits: bool) -> bool:
+    def waits_turn(self, call: Call) -> bool:
         """Whether ``call`` (ahead of the recording, under the lock) goes live after waiting
         for the recorded calls before it; ``False``: a divergence, as nobody else could ask
         for them. When the wait ends with some of them still not asked, it raises the
-        call's ``ReplayMiss``, naming them. With ``awaits`` and an event loop running here,
-        the call is marked ``behind`` and waits in ``catch_up`` instead."""
+        call's ``ReplayMiss``, naming them. Decided by ``Deck.abegin`` with an event loop
+        running here, the call is marked behind and waits in ``catch_up`` instead."""
         early = self._before(call.seq)
         if not early:
             return False
         loop = _running_loop()
         if loop is not None:
             # A sync call would stall the loop's tasks it waits for; abegin waits in catch_up.
-            if awaits and (_other_tasks(loop) or threading.active_count() > 1):
-                call.behind = True
+            if AWAITS.get() and (_other_tasks(loop) or threading.active_count() > 1):
+                call._behind = True
                 return True
             return False
         if threading.active_count() == 1:
             return False  # nobody else could ask for the calls before it
         if self._turn is None:
-            self._turn = threading.Condition(self.lock)
+            self._turn = threading.Condition(self._lock)
         deadline = time.monotonic() + TURN_WAIT
         while early:
             left = deadline - time.monotonic()
@@ -107,17 +107,35 @@ class Resuming:
         """Wait, without blocking the loop, until the recorded calls before ``call`` were
         asked; else raise its ``ReplayMiss``."""
         deadline = time.monotonic() + TURN_WAIT
-        with self.lock:
+        with self._lock:
             early = self._before(call.seq)
         while True:
-            with self.lock:
+            with self._lock:
                 early = self._unasked(early)
                 if not early:
-                    call.behind = False
+                    call._behind = False
                     return
                 if time.monotonic() >= deadline:
                     raise self._miss(call, early)
             await _sleep(_POLL)
+
+    def _before(self, seq: int) -> list[Entry | Intent]:
+        """The calls the old run numbered at or before ``seq`` (recorded, or in flight)
+        still to be asked: a scan of what is left, made once per waiting call."""
+        early: list[Entry | Intent] = [e for e in self._index.unused() if e.seq <= seq]
+        early += (i for queue in self._in_flight.values() for i in queue if i.seq <= seq)
+        return early
+
+    def _unasked(self, early: list[Entry | Intent]) -> list[Entry | Intent]:
+        """Those of ``early`` still to be asked: looked up one by one, however long the
+        recording."""
+        return [c for c in early if self._waiting(c)]
+
+    def _waiting(self, call: Entry | Intent) -> bool:
+        """Whether ``call`` is still to be asked: queued, or its intent still in flight."""
+        if isinstance(call, Intent):
+            return any(i is call for i in self._in_flight.get(call.key, ()))
+        return self._index.queued(call)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

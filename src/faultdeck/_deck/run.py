@@ -1,13 +1,15 @@
 """A deck's run: the cassette as its mode opens it, the decision for each call, the log.
 
 The ``Deck`` is the public face and its settings; the run holds the state of one run under
-one lock: the ``ReplayIndex`` (per-key FIFO queues), the ``CassetteSession`` (the lock file
-and the working file), the id renaming, the log. ``begin`` decides a call and returns its
-``Call``, whose methods finish it (``call.py``).
+one lock: the ``Cassette`` (the lock file and the working file), the ``ReplayIndex``
+(per-key FIFO queues), the id renaming, the log. ``begin`` decides every call and returns
+its ``Call``, whose methods finish it (``call.py``).
 
-Replay looks a call up by the key of its args as they are first (a key is always made of
-redacted args, so args that hold no secret have the same key either way); only when that
-misses are the args redacted and keyed again. A replay of calls without secrets pays
+Replaying, ``begin`` first compares the call with the line an in-order replay expects next:
+args that are that line's stored args key as it did (``_keys/asis.py``), so nothing is
+normalized or hashed. Otherwise it keys the call by its args as they are (a key is always
+made of redacted args, so args that hold no secret have the same key either way); only when
+that misses are the args redacted and keyed again. A replay of calls without secrets pays
 nothing for redaction.
 
 A cassette named by a store URL (``s3://…``) is read from the store to replay; a run that
@@ -18,47 +20,43 @@ it closes cleanly, so the store keeps the old cassette after a run that fails.
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._base.clock import Clock
 from .._base.config import Durability
 from .._base.context import step_now
-from .._base.errors import (
-    ArgumentError,
-    ConfigError,
-    ReplayMiss,
-)
-from .._cassette import store
-from .._cassette.format import Entry, Intent, Recording
-from .._cassette.session import CassetteSession
+from .._base.errors import ArgumentError, CassetteCorrupt, ConfigError, ReplayMiss
+from .._cassette.format import Entry, Intent
+from .._cassette.lines import RESTORE
+from .._keys.asis import args_form
 from .._keys.canonical import KINDS, make_key
-from .._keys.ids import IdMap
 from .._keys.normalize import Normalizer
 from .._keys.redact import Redactor
-from .._keys.stored import Store, output_store
-from ..faults import CallInfo, FaultRun
-from .call import Call, Logged, as_record, recorded_fault
-from .clean import CleanReplay
+from ..faults import CallInfo, Fault, FaultRun
+from ..faults import from_json as fault_from_json
+from .call import Call
 from .fork import ForkPoint
 from .index import ReplayIndex
-from .live import CleanRecord
+from .ledger import Ledger
 from .miss import build_miss
-from .opening import Opening
+from .opening import Cassette
 from .report import CallRecord, Report
 from .reporting import build_report
-from .resuming import TURN_WAIT, Resuming
+from .resuming import TURN_WAIT, Turns
 
 _REPLAYING = frozenset({"replay", "append", "resume", "fork"})
 _KINDS = frozenset(KINDS)
 
 
-class Run(Opening, CleanReplay, CleanRecord, Resuming):
+class Run:
     """A deck's run: its cassette, its calls' decisions and its log, under one lock.
 
     Its state is read and changed under one lock (an ``RLock``), so a deck can be shared
-    between threads; the call itself (``fn``) runs outside the lock.
+    between threads; the call itself (``fn``) runs outside the lock. It owns its
+    ``Cassette`` (``opening.py``), its ``ReplayIndex`` (``index.py``), the ``Turns`` a
+    resumed call waits for (``resuming.py``) and the ``Ledger`` its calls finish
+    themselves with (``ledger.py``).
 
     Args:
         path: the cassette file.
@@ -78,15 +76,10 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         fork: mode ``fork``'s parent and fork point (``fork.py``).
 
     Attributes:
-        path: the cassette file.
-        opened: whether ``open`` has run.
-        mode: the mode decided on opening (``once`` becomes ``replay`` or ``record``).
-        index, ids, log, file, lock, clock, normalizer, redactor, allow_side_effects:
-            the state a ``Call`` finishes itself with (its ``Ledger``).
-        store_output: stores a live answer under the deck's rules (``output_store``, made
-            once for the run).
-        clean, records_plain: a plain replay or a plain live call may take its short route
-            (``clean.py``, ``live.py``).
+        cassette: the cassette as the mode opened it.
+        index: the recorded calls still to serve.
+        turns: what a resumed call ahead of the recording waits for.
+        ledger: what a ``Call`` finishes itself with (``ledger.py``).
     """
 
     def __init__(  # noqa: PLR0913 - keyword-only: the deck's resolved options, passed once
@@ -109,69 +102,78 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         fork: ForkPoint | None = None,
     ) -> None:
         self.path = path
-        self._fork, self._at = fork, (fork.at if fork is not None else 0)
         self.lock = threading.RLock()
-        self.configured = mode
-        self.mode = mode
-        self.opened = False
-        self._closed = False
-        self.file = CassetteSession(path, durability=durability, replace=replace)
-        self._copy = store.WorkingCopy(path) if store.is_url(path) else None
-        self._durability = durability
-        self._replace = replace
-        self._recording: Recording | None = None
-        self._environ = environ
-        self._root = root
-        self._on_harness_change = on_harness_change
-        self._harness_changed: tuple[str, str] | None = None
-        # What a resumed run found in flight, by key, and the last seq the old run began.
-        self._in_flight: dict[str, deque[Intent]] = {}
-        self._begun = 0
-        self._unseen = 0  # of those seqs, how many left no line (numbered, never written)
-        self._faulted = False  # whether any recorded call carries a fault
-        self.clean = False  # replaying, no fault recorded: ``replay_clean`` may answer
-        self.records_plain = False  # recording, no fault plan: ``record_clean`` may run calls
-        self.recorded_plain = 0  # calls it ran
-        # Replaying lines keyed under this deck's rules: ``take_clean`` may key a call whose
-        # args are a line's stored args as that line (``_keys/asis.py``).
-        self.asis = False
-        self.as_stored = 0  # calls answered so
-        # Every call so far answered by that route, in file order from the first line: the
-        # run has learned the ids the recording had learned there, and named none.
-        self.aligned = True
-        self._match = match
         self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
-        self.clock = clock
-        self._fault_run = fault_run
-        self.normalizer = normalizer
-        self.redactor = redactor
-        rules = normalizer.config
-        self.store_output: Store = output_store(
-            redactor,
-            volatile=normalizer.output_volatile,
-            declared=frozenset(rules.volatile),
-            ids=rules.ids,
+        self.cassette = Cassette(
+            path,
+            mode,
+            lock=self.lock,
+            index=self.index,
+            normalizer=normalizer,
+            durability=durability,
+            replace=replace,
+            fork=fork,
+            root=root,
+            match=match,
+            environ=environ,
+            on_harness_change=on_harness_change,
         )
-        self.allow_side_effects = allow_side_effects
+        self.turns = Turns(self.lock, self.index, self.cassette.in_flight, self._miss)
+        self._fork = fork
+        self._live_after = fork.at if fork is not None else 0  # mode fork: live past this seq
+        self._match = match
+        self._fault_run = fault_run
+        self.ledger = Ledger(
+            self.cassette,
+            lock=self.lock,
+            clock=clock,
+            normalizer=normalizer,
+            redactor=redactor,
+            allow_side_effects=allow_side_effects,
+        )
+        self.clock, self.normalizer, self.redactor = clock, normalizer, redactor
+        self.ids = self.ledger.ids
+        # Replaying a cassette keyed under this deck's rules, with no fault recorded: a
+        # call whose args are the stored args of the line expected next keys as that line.
+        self._stored_keys_hold = False
+        # Every call so far was answered as stored, in file order from the first line: the
+        # run has learned the ids the recording had at this line, and named none.
+        self._in_file_order = True
         self._seq = 0
-        self.ids = IdMap()
-        self.log: list[Logged] = []
-        # The error type of each live call that got no answer (``outage.py``): not written.
-        self.unanswered: list[str] = []
 
     @property
-    def recording(self) -> Recording | None:
-        """The cassette as it was read on opening; ``None`` for a fresh recording."""
-        return self._recording
+    def mode(self) -> str:
+        """The mode decided on opening (``once`` becomes ``replay`` or ``record``)."""
+        return self.cassette.mode
 
-    @property
-    def where(self) -> str:
-        """The file the recording was read from: the cassette, or its partial file."""
-        return self._recording.path if self._recording is not None else self.path
+    # -- opening and closing ---------------------------------------------------------------
+
+    def open(self) -> None:
+        """Load and lock the cassette as the mode needs; see ``Deck.open``."""
+        cassette = self.cassette
+        with self.lock:
+            if cassette.opened:
+                return
+            cassette.open()
+            recording = cassette.recording
+            self._stored_keys_hold = (
+                cassette.mode == "replay"
+                and recording is not None
+                and not cassette.faulted
+                and recording.rules == self.normalizer.fingerprint
+            )
+
+    def close(self, status: str) -> None:
+        """Write the end line (when writing) and release the cassette; once."""
+        self.cassette.close(status, self.ledger.unanswered)
+
+    def abandon(self) -> None:
+        """Release the cassette without an end line; once."""
+        self.cassette.abandon()
 
     # -- deciding a call -----------------------------------------------------------------
 
-    def begin(  # noqa: C901 - the one decision per call (mode, key, answer, fault, intent), kept in one place on the hot path
+    def begin(  # noqa: C901 - the one decision per call (mode, key, answer, fault, intent), kept in one place
         self,
         kind: str,
         name: str,
@@ -180,13 +182,10 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         step: Any,
         meta: Any,
         shaped: frozenset[str],
-        awaits: bool = False,
     ) -> Call:
         """Number the call, key it and decide: the recorded answer, a live run, or a miss.
 
-        A resumed call ahead of the recording waits for the calls before it (``resuming``);
-        with ``awaits`` (``Deck.abegin``) inside an event loop it comes back ``behind`` instead,
-        for ``catch_up``.
+        A resumed call ahead of the recording waits for the calls before it (``Turns``).
 
         Raises:
             ArgumentError: the kind or name is not one a cassette can hold.
@@ -198,79 +197,113 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
             raise ArgumentError("kind", f"{kind!r} is not one of: {', '.join(KINDS)}")
         if type(name) is not str or not name:
             raise ArgumentError("name", f"{name!r} is not a non-empty string")
-        if not self.opened:
+        cassette = self.cassette
+        if not cassette.opened:
             self.open()  # the first call opens the deck, as `with` would
         if step is None:
             step = step_now()
         if type(step) is str:
             step = self.redactor.redact_text(step)
         with self.lock:
-            if self._closed:
+            if cassette.closed:
                 raise ConfigError(f"deck for {self.path} is closed; open a new Deck")
             self._seq += 1
-            self.aligned = False  # a call the short route did not answer
             seq = self._seq
-            mode = self.mode
-            if mode == "fork" and seq > self._at:
+            mode = cassette.mode
+            if mode == "fork" and seq > self._live_after:
                 mode = "record"  # past the fork point: every call runs live
             started = self.clock.now()
-            if mode == "off":
-                call = Call(
-                    self, seq, kind, name, "", args, schema, step, meta, None, False, started
-                )
-            else:
-                name, norm, key = self._keyed(kind, name, args, schema, seq, mode in _REPLAYING)
-                call = Call(
-                    self, seq, kind, name, key, norm, schema, step, meta, None, True, started
-                )
-            fault = None
-            if self._fault_run is not None:
-                fault = self._fault_run.pick(CallInfo(seq, kind, name, call.key))
+            expected, norm, key = None, args, ""
+            if mode != "off":
+                if self._stored_keys_hold:
+                    expected = self._as_stored(kind, name, args, schema, seq)
+                if expected is not None:
+                    norm, key = expected.args, expected.key
+                else:
+                    name, norm, key = self._keyed(kind, name, args, schema, seq, mode in _REPLAYING)
+            ledger = self.ledger
+            call = Call(
+                ledger, seq, kind, name, key, norm, schema, step, meta, mode != "off", started
+            )
+            fault, faults = None, self._fault_run
+            if faults is not None and not faults.passes(seq, kind, name):  # else none can land
+                fault = faults.pick(CallInfo(seq, kind, name, call.key))
+            if expected is None or fault is not None:
+                self._in_file_order = False
             if mode in ("record", "off"):
                 call.fault = fault
                 if mode == "record":
-                    call.rekey = self._rekeys(kind, name, args)
+                    call._rekey = self._rekeys(kind, name, args)
                 return call
-            head = self.index.peek(key, seq) if self._faulted else None
+            head = self.index.peek(key, seq) if cassette.faulted else None
             if head is not None and head.fault is not None:
                 # Recorded under a fault: the answer already carries it, whatever the plan.
                 call.recorded = self.index.take(key, seq)
-                call.fault = recorded_fault(head, self.where)
+                call.fault = recorded_fault(head, self.ledger.where)
                 call.fault_applied = True
-                call.write = False
+                call.records = False
                 return call
             call.fault = fault
             if fault is not None and fault.raises and fault.kind not in shaped:
                 # The call never reaches the recording: a retry gets the recorded answer.
-                call.write = False
+                call.records = False
                 return call
-            entry = self.index.take(key, seq)
+            if expected is not None:
+                self.index.take_expected(expected)
+                entry: Entry | None = expected
+            else:
+                entry = self.index.take(key, seq)
             if entry is not None:
                 call.recorded = entry
-                call.write = False
+                call.records = False
                 if mode == "resume":
-                    self._took_turn()
+                    self.turns.took_turn()
                 return call
-            if mode == "append":
-                call.rekey = self._rekeys(kind, name, args)
+            call._rekey = self._rekeys(kind, name, args)
+            if mode == "append" or (mode == "resume" and self._resumes(call)):
                 return call
-            if mode == "resume":
-                call.rekey = self._rekeys(kind, name, args)
-                queue = self._in_flight.get(key)
-                if queue:
-                    # In flight when the old run stopped: it goes live, its intent taken over.
-                    call.resumes = queue.popleft()
-                    call.in_doubt = call.resumes.side_effect
-                    self._took_turn()
-                    return call
-                if self.index.remaining == 0 or seq > self._begun:
-                    return call
-                if self._unseen:  # the old run numbered a call it never wrote: this may be it
-                    self._unseen -= 1
-                    return call
-                if self._waits_turn(call, awaits):  # early, not divergent: threads reorder
-                    return call
             raise self._miss(call)
+
+    def _as_stored(self, kind: str, name: str, args: Any, schema: str, seq: int) -> Entry | None:
+        """The line an in-order replay expects next, when ``args`` are its stored args and
+        so key as it did (``_keys/asis.py``): compared before anything is normalized."""
+        entry = self.index.expected(seq)
+        if (
+            entry is None
+            or entry.name != name
+            or entry.kind != kind
+            or entry.schema != schema
+            or self.ids.odd
+        ):
+            return None
+        normalizer = self.normalizer
+        form = args_form(args, normalizer.root_json)
+        if form is None or form != entry.args_json():
+            return None
+        # No string in them may be an id the run learned since the line was recorded (the
+        # one rule that depends on the run so far): none can be while every call came this
+        # way, in file order from the first line.
+        ids = self.ids
+        if self._in_file_order or not (ids.names or ids.pending):
+            return entry
+        return entry if ids.none_in(form, normalizer.output_ids) else None
+
+    def _resumes(self, call: Call) -> bool:
+        """Whether ``call``, which the recording does not answer, runs live in a resumed
+        run: in flight when the old run stopped, past what it numbered, or early."""
+        cassette = self.cassette
+        queue = cassette.in_flight.get(call.key)
+        if queue:
+            # In flight when the old run stopped: it goes live, its intent taken over.
+            call._resumes = queue.popleft()
+            self.turns.took_turn()
+            return True
+        if self.index.remaining == 0 or call.seq > cassette.begun:
+            return True
+        if cassette.unseen:  # the old run numbered a call it never wrote: this may be it
+            cassette.unseen -= 1
+            return True
+        return self.turns.waits_turn(call)  # early, not divergent: threads reorder
 
     def _rekeys(self, kind: str, name: str, args: Any) -> bool:
         """Whether a replay must normalize args like these again to key them, for a call
@@ -290,7 +323,7 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
             ids.tentative()
             norm = normalizer.args(kind, name, args, ids, redact=False)
             key = make_key(kind, name, norm, schema)
-            if self.index.has(key, seq) or key in self._in_flight:
+            if self.index.has(key, seq) or key in self.cassette.in_flight:
                 ids.commit()
                 return name, norm, key
             ids.rollback()
@@ -299,8 +332,9 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
         return name, norm, make_key(kind, name, norm, schema)
 
     def _miss(self, call: Call, waited: Sequence[Entry | Intent] = ()) -> ReplayMiss:
-        self.log.append((call, "miss", None, 0.0, None, None, None, False))
+        call._log("miss")
         index = self.index
+        recording = self.cassette.recording
         return build_miss(
             cassette=self._fork.parent if self._fork is not None else self.path,
             seq=call.seq,
@@ -313,7 +347,7 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
             recorded=index.recorded.get(call.key, 0),
             asked=index.asked[call.key],
             strict=self._match == "strict",
-            entries=self._recording.entries if self._recording is not None else (),
+            entries=recording.entries if recording is not None else (),
             unused={id(e) for e in index.unused()},
             waited=sorted((w.seq, w.kind, w.name) for w in waited),
             waited_s=TURN_WAIT,
@@ -324,21 +358,33 @@ class Run(Opening, CleanReplay, CleanRecord, Resuming):
     def calls(self) -> tuple[CallRecord, ...]:
         """Every call so far, in the order they started."""
         with self.lock:
-            return tuple(sorted(map(as_record, self.log), key=lambda c: c.seq))
+            return tuple(sorted(self.ledger.log, key=_seq_of))
 
     def report(self) -> Report:
         """What happened so far; see ``Deck.report``."""
         with self.lock:
-            kept = (self._copy.kept if self._copy else None) or self.file.kept
+            cassette = self.cassette
             return build_report(
                 self.calls(),
                 cassette=self.path,
-                mode=self.mode,
+                mode=cassette.mode,
                 index=self.index,
-                recording=self._recording,
+                recording=cassette.recording,
                 clock=self.clock,
-                harness_changed=self._harness_changed,
-                kept=kept,
-                stored=self.file.stored,
-                unanswered=tuple(self.unanswered),
+                harness_changed=cassette.harness_changed,
+                kept=cassette.kept,
+                stored=cassette.file.stored,
+                unanswered=tuple(self.ledger.unanswered),
             )
+
+
+def _seq_of(record: CallRecord) -> int:
+    return record.seq
+
+
+def recorded_fault(entry: Entry, where: str) -> Fault:
+    """The fault a recorded call carries, read from its line in ``where``."""
+    try:
+        return fault_from_json(entry.fault, where=f"seq {entry.seq}: fault")
+    except ConfigError as exc:
+        raise CassetteCorrupt(where, entry.line or None, str(exc), RESTORE) from None

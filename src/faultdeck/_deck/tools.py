@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, ParamSpec, Protocol, TypeVar, cast, overload
 
-from .._base.config import OnInDoubt
+from .._base.config import ON_IN_DOUBT, OnInDoubt, check_choice
 from .._base.context import current_idempotency_key
 from .._base.errors import ConfigError
+from .._keys.canonical import SCHEMA_DEFAULT
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,6 +44,70 @@ class _Deck(Protocol):
         dry_run: Callable[[], Awaitable[Any]] | None = ...,
         on_in_doubt: OnInDoubt = ...,
     ) -> Any: ...
+
+
+@overload
+def tool(self: Any, fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+@overload
+def tool(
+    self: Any,
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    schema_version: str = SCHEMA_DEFAULT,
+    side_effect: bool = False,
+    dry_run: Callable[..., Any] | None = None,
+    on_in_doubt: OnInDoubt = "raise",
+    idempotency_key: str | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def tool(
+    self: Any,
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    schema_version: str = SCHEMA_DEFAULT,
+    side_effect: bool = False,
+    dry_run: Callable[..., Any] | None = None,
+    on_in_doubt: OnInDoubt = "raise",
+    idempotency_key: str | None = None,
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a function (sync or async) so each call is a ``tool`` boundary call.
+
+    The call's args are the function's bound arguments, defaults applied.
+
+    Args:
+        name: the tool's name; the function's name by default.
+        schema_version: part of the key: changing a tool's shape fails loudly.
+        side_effect: the tool changes the world; it never runs in replay.
+        dry_run: a stand-in with the same signature that runs instead while recording.
+        on_in_doubt: what ``resume`` does when this tool was in flight at a kill and may
+            have run: ``raise`` (default), ``rerun`` or ``skip``; see ``Deck.call``.
+        idempotency_key: the name of a keyword parameter through which the tool
+            receives a key that stays the same when ``resume`` runs it again; pass it to
+            the service (an ``Idempotency-Key`` header), and a call in doubt runs again
+            safely. It is not part of the call's args.
+    """
+    check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
+
+    def wrap(func: Callable[P, R]) -> Callable[P, R]:
+        return wrap_tool(
+            self,
+            func,
+            name=name or str(getattr(func, "__name__", "tool")),
+            schema_version=schema_version,
+            side_effect=side_effect,
+            dry_run=dry_run,
+            on_in_doubt=on_in_doubt,
+            idempotency_key=idempotency_key,
+        )
+
+    return wrap(fn) if fn is not None else wrap
 
 
 def wrap_tool(  # noqa: C901 - a sync and an async wrapper, one per kind of function

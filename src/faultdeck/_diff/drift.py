@@ -172,7 +172,7 @@ def _steady(recording: Recording) -> Recording:
 def _steady_entry(entry: Entry) -> Entry:
     value = entry.value
     steady = _unstamp(_unmetered(value) if entry.kind == "http" else value, None)
-    return entry if steady is value else entry._replace(value=steady)
+    return entry if steady is value else entry.replace(value=steady)
 
 
 def _unmetered(value: Any) -> Any:

@@ -16,9 +16,9 @@ key is computed from the args as stored), without a walk and without a hash, pro
   that depends on the run so far (``id_candidates`` lists the strings it could apply to).
 
 The args are told apart exactly by their JSON as orjson writes it, once ``args_form`` has
-made sure they hold only JSON values each of its own type (see there): ``stores`` compares
-it with a line's parsed args, and ``format.held_after`` with a line held as bytes where it
-stores them. Any doubt sends the call the long way, which decides it as always.
+made sure they hold only JSON values each of its own type (see there): ``Run.begin``
+compares it with the line's stored args as orjson writes them (``Entry.args_json``). Any
+doubt keys the call the long way, which decides it as always.
 """
 
 from __future__ import annotations
@@ -35,13 +35,12 @@ _EXACT = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
-_PARSED = _EXACT | orjson.OPT_STRICT_INTEGER
 # A string made only of the characters ids are made of, 8 or more of them, as JSON writes
 # it (such characters are never escaped): the strings a learned id can be.
 _CANDIDATE = re.compile(rb'"([A-Za-z0-9_.:-]{8,})"')
 
 
-def args_form(args: Any, root: bytes | None, parsed: bool = False) -> bytes | None:
+def args_form(args: Any, root: bytes | None) -> bytes | None:
     """``args`` as JSON bytes, as a line stores them, when they hold JSON values each of its
     own type (``exact``) and no path under ``root`` (the project root's prefix as JSON writes
     it in a string, ``Normalizer.root_json``); ``None`` otherwise, and the long way decides.
@@ -51,19 +50,7 @@ def args_form(args: Any, root: bytes | None, parsed: bool = False) -> bytes | No
     subclass of a JSON type, a date and a cycle. What it writes as a plain value though the
     keyed route refuses it or keys it as another (an enum member, a UUID, an
     ``orjson.Fragment``, NaN and the infinities, an integer past 63 bits, a tuple), ``exact``
-    refuses.
-
-    ``parsed``: the caller knows ``args`` hold only what ``orjson.loads`` makes (and
-    strings): each value of its own JSON type, floats finite, integers of up to 64 bits.
-    Written with orjson's 53-bit integer limit, such args are ``exact`` without the walk;
-    an integer past it takes the walk."""
-    if parsed:
-        try:
-            form = orjson.dumps(args, option=_PARSED)
-        except (TypeError, ValueError):  # an integer past 53 bits, or not as vouched
-            pass
-        else:
-            return form if root is None or not form.partition(root)[1] else None
+    refuses."""
     try:
         form = orjson.dumps(args, option=_EXACT)
     except (TypeError, ValueError):  # not JSON as stored, or nested too deeply
@@ -82,7 +69,7 @@ def exact(value: Any) -> bool:
     """Whether ``value`` holds only dicts, lists, strings, booleans, ``None``, integers the
     keys can hold and finite floats, each of its own type (no subclass, no tuple), as
     parsed JSON does: args that orjson writes as a line's JSON are then that line's args,
-    value for value (``stores``). Dict keys are orjson's to check (strings, each of its own
+    value for value. Dict keys are orjson's to check (strings, each of its own
     type, with the subclass passthrough)."""
     t = type(value)
     if t is dict:
@@ -116,13 +103,6 @@ def _leaf(value: Any, t: type) -> bool:
     if t is int:
         return bool(-INT_LIMIT <= value < INT_LIMIT)
     return t is float and value - value == 0.0
-
-
-def stores(form: bytes, stored: Any) -> bool:
-    """Whether ``stored`` (args parsed from a line) are the args whose ``args_form`` is
-    ``form``: the same JSON (JSON values of their own types, finite, are equal exactly
-    when orjson writes them the same)."""
-    return form == orjson.dumps(stored)
 
 
 def id_candidates(form: bytes) -> list[str]:

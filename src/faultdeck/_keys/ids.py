@@ -72,46 +72,48 @@ class IdMap:
     """Consistent renaming of volatile ids within one run, in order of first appearance.
 
     Attributes:
+        names: the placeholder of each id learned or named so far; read it, change it only
+            through the methods.
         odd: an id learned was not made of id characters only (a hand-written ``ids``
-            list): a string of any shape may then be renamed, which the as-stored replay
-            route (``asis.py``) does not look for, so it steps aside.
+            list): a string of any shape may then be renamed, which a comparison of args
+            as stored (``asis.py``) does not look for, so it steps aside.
         pending: outputs whose ids are learned only when a later call could send one back
             (``defer``, ``drain``): most answers are never looked into, and the numbering
             comes out the same. Read it (a plain list: no call on the hot path); change it
             only through those methods.
     """
 
-    __slots__ = ("_names", "_tentative", "odd", "pending")
+    __slots__ = ("_tentative", "names", "odd", "pending")
 
     def __init__(self) -> None:
         self.odd = False
-        self._names: dict[str, str] = {}
+        self.names: dict[str, str] = {}
         self.pending: list[Any] = []
         # How many ids a walk whose key may be thrown away has named (see ``tentative``);
-        # -1 outside such a walk. Named ids are the newest in ``_names``, so a rollback
+        # -1 outside such a walk. Named ids are the newest in ``names``, so a rollback
         # pops them.
         self._tentative = -1
 
     def __len__(self) -> int:
-        return len(self._names)
+        return len(self.names)
 
     def get(self, raw: str) -> str | None:
         """The placeholder already given to ``raw``, if any."""
-        return self._names.get(raw)
+        return self.names.get(raw)
 
     def name(self, raw: str) -> str:
         """The placeholder of ``raw``, giving it the next one if it has none."""
-        placeholder = self._names.get(raw)
+        placeholder = self.names.get(raw)
         if placeholder is None:
-            placeholder = f"«id:{len(self._names) + 1}»"
-            self._names[raw] = placeholder
+            placeholder = f"«id:{len(self.names) + 1}»"
+            self.names[raw] = placeholder
             if self._tentative >= 0:
                 self._tentative += 1
         return placeholder
 
     def learn(self, ids: Iterable[str]) -> None:
         """Give placeholders to ids found in an output, in order."""
-        names = self._names
+        names = self.names
         for raw in ids:
             if raw not in names:
                 names[raw] = f"«id:{len(names) + 1}»"
@@ -132,7 +134,7 @@ class IdMap:
 
     def rollback(self) -> None:
         """Forget the ids named since ``tentative``."""
-        names = self._names
+        names = self.names
         for _ in range(max(self._tentative, 0)):
             names.popitem()
         self._tentative = -1
@@ -142,20 +144,15 @@ class IdMap:
         outputs waiting are learned, as a walk learns them before it looks (``collect``
         finds an output's ids). Only strings an id can be are looked at (``asis.id_candidates``),
         and none while no id is known or waiting."""
-        if not self._names and not self.pending:
+        if not self.names and not self.pending:
             return True
         found = id_candidates(form)
         if not found:
             return True
         if self.pending:
             self.drain(collect)
-        names = self._names
+        names = self.names
         return not any(raw in names for raw in found)
-
-    @property
-    def waiting(self) -> bool:
-        """Whether outputs wait to have their ids learned."""
-        return bool(self.pending)
 
     def defer(self, output: Any) -> None:
         """Remember an output whose ids are learned when they may be needed (``drain``)."""

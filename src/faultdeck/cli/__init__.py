@@ -4,6 +4,13 @@ Exit codes: 0 ok, 1 a finding (a divergence, a miss, a violated invariant, a sec
 failing run), 2 a usage or input error. Every error is one line; ``--debug`` adds the
 traceback. Output is rich on a terminal and plain when piped; ``--format json`` is for
 machines.
+
+Each command is the module named after it (``record`` holds ``resume`` too, ``mcp`` its
+subcommands; ``demo`` lives with the demo, in ``faultdeck.demo``); what commands share is
+in ``_common`` (the group, exit codes, output), ``_child`` (running a program under a deck)
+and ``_progress``. What is heavy to import (the server, MCP, Ray, OpenTelemetry, the
+rehearsal's runners) is imported inside the command that needs it, so that starting the
+command line stays cheap.
 """
 
 from __future__ import annotations
@@ -14,22 +21,29 @@ from collections.abc import Sequence
 
 import click
 
+from .. import demo
 from .._base import terms
 from .._base.errors import FaultdeckError
-from . import (  # noqa: F401 - each registers its commands
-    _drift,
-    _export,
-    _extract,
-    _fork,
-    _init,
-    _mcp,
-    _reading,
-    _redteam,
-    _rehearsing,
-    _running,
-    _serving,
+from . import (  # noqa: F401 - each module is named after the commands it registers
+    completion,
+    diff,
+    drift,
+    export,
+    extract,
+    fork,
+    init,
+    mcp,
+    record,
+    redteam,
+    rehearse,
+    replay,
+    scan,
+    serve,
+    show,
 )
 from ._common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, Finding, cli, warning_lines
+
+cli.add_command(demo.command)  # the demo's command lives with the demo
 
 __all__ = ["cli", "entry", "main"]
 
@@ -60,8 +74,6 @@ def run(args: list[str]) -> int:
         return EXIT_OK
     except Finding:
         return EXIT_FINDING
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
     except click.Abort:
         click.echo("faultdeck: aborted", err=True)
         return EXIT_USAGE

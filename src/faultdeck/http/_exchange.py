@@ -9,10 +9,7 @@ fault kind does, and nothing here reaches into the deck: the ``Call`` is the sea
 
 from __future__ import annotations
 
-import functools
 from typing import Any
-
-from orjson import Fragment
 
 from .._base.clock import VirtualClock
 from .._base.errors import CassetteCorrupt
@@ -43,64 +40,20 @@ class Exchange(Live):
         path = url.path  # decoded anew at each read
         # Pairs hide their names from the field rules, so the query is redacted by name here.
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
-        # The args as sent: the body as its bytes, parsed only when a call needs it (``args``).
-        sent = Fragment(body) if body else None
-        self.sent = request_args(method, path, query, request.headers, sent, owner.keep)
+        self.sent = request_args(method, path, query, request.headers, owner.keep)
         self.kind, self.name = name_of(method, self.sent["path"])  # (a password masked)
         self.body = body
         self.ordinal = 0
 
-    @functools.cached_property
+    @property
     def args(self) -> dict[str, Any]:
         """The request as its call's args: its body by meaning (``_bodies.request_body``:
         JSON parsed, a form's pairs, multipart's parts, text, or a digest of its bytes)."""
         if not self.body:
             return self.sent
-        args = {k: v for k, v in self.sent.items() if k != "body"}
         content_type = self.request.headers.get("content-type")
         # (the body stays the last field)
-        return {**args, **request_body(self.body, content_type, self.owner.deck.redactor)}
-
-    def parsed_args(self) -> dict[str, Any]:
-        """``args``, for the deck to call when it keys the call."""
-        return self.args
-
-    def replay_plain(self) -> Any:
-        """The recorded response, by the deck's short route for a plain replay: a body with
-        a status under 400, no fault that can land, no retry being timed, no latency to replay.
-        ``None`` when ``first_step`` must decide the request."""
-        owner = self.owner
-        self.ordinal = owner.order.next()
-        deck = owner.deck
-        if deck.latency == "recorded" or owner.has_failures():
-            return None
-        # A body sent as orjson writes it is compared as its bytes (a replay sends what was
-        # recorded, as the SDK writes it): no parse, no writing it again.
-        entry = deck.take_recorded(
-            self.kind, self.name, self.sent, self.plain, learn=_body, parse=self.parsed_args
-        )
-        if entry is None:
-            return None
-        value = entry.value
-        return self.replayed(value["status"], value["headers"], content=self.content(entry, value))
-
-    def plain(self, entry: Entry) -> bool:
-        """Whether a recorded call is a body to hand back with nothing to judge: a
-        well-formed answer (a model line may hold anything; ``answer`` says what is wrong
-        with it) whose status is under 400. An http line was checked as it was read, and so
-        was a line whose body the reader kept (``Recording.bodies``)."""
-        if entry.result != "out":
-            return False
-        value = entry.value
-        if "chunks" in value:  # replayed chunk by chunk (``_step``)
-            return False
-        if (
-            entry.kind != "http"
-            and entry.line not in self.owner.bodies()
-            and http_answer_problem(value, body=True) is not None
-        ):
-            return False
-        return bool(value["status"] < 400)
+        return {**self.sent, **request_body(self.body, content_type, self.owner.deck.redactor)}
 
     def first_step(self) -> Step:
         """Decide the call and answer it without the network where it can be: a fault's
@@ -118,8 +71,7 @@ class Exchange(Live):
 
     def _before_deciding(self) -> None:
         owner = self.owner
-        if not self.ordinal:  # counted once, whichever route decides the request
-            self.ordinal = owner.order.next()
+        self.ordinal = owner.order.next()
         if owner.has_failures():
             owner.waited_before(self.identity, self.request.headers)
 
@@ -251,7 +203,9 @@ class Exchange(Live):
         if entry.result == "error":
             call.replay()  # raises the recorded transport error
         value = entry.value
-        if entry.kind != "http":  # the reader checked http lines; a model line may be anything
+        # The reader checked http lines and the answers whose bodies it kept; a model line
+        # may hold anything.
+        if entry.kind != "http" and entry.line not in self.owner.bodies():
             problem = http_answer_problem(value, body=entry.result == "out")
             if problem is not None:
                 where = entry.line or None
@@ -278,10 +232,6 @@ class Exchange(Live):
         if fault is not None and fault.spec.events is not None:
             events = fault.spec.events(fault.values, self.name, events)
         return value, events
-
-
-def _body(value: Any) -> Any:
-    return value["body"]
 
 
 def _streams(request: Any) -> bool:

@@ -73,12 +73,10 @@ def request_args(
     path: str,
     query: Sequence[Sequence[str]],
     headers: Any,
-    body: Any,
     keep: frozenset[str],
 ) -> dict[str, Any]:
-    """A request as the args of a boundary call, but for its body: ``body`` is what they
-    hold under ``body`` (the bytes as an ``orjson.Fragment``, for ``Deck.take_recorded``),
-    ``None`` when the request has none (``Exchange.args`` puts the body by meaning). The
+    """A request as the args of a boundary call, but for its body (``Exchange.args`` puts
+    the body by meaning). The
     password of a Basic ``authorization`` is masked where the path or query holds it
     (``without_password``); ``args["path"]`` is the path as masked."""
     kept: dict[str, str] = {}
@@ -106,8 +104,6 @@ def request_args(
         args["query"] = [list(pair) for pair in query]
     if kept:
         args["headers"] = dict(sorted(kept.items()))
-    if body is not None:
-        args["body"] = body
     return args
 
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from .._base.clock import Clock, VirtualClock
-from .._cassette.errorjson import error_from_json
+from .._cassette.errorjson import error_from_json, error_to_json
 from .._deck.call import Call
 from .._keys.redact import Redactor
 from ..faults import StreamBreak
@@ -150,11 +150,20 @@ class Events:
         self.seen.extend({"ms": 0.0, **e} for e in self.parser.flush())
         if error is None:
             call.meta = self.order.ends_after(self.ordinal, call.meta)
-        call.stream(
-            self.status,
-            stored_headers(self.headers, self.redactor, body_size=None),
-            self.seen,
-            error=error,
+        value: dict[str, Any] = {
+            "status": self.status,
+            "headers": stored_headers(self.headers, self.redactor, body_size=None),
+            "events": self.seen,
+        }
+        if error is not None:
+            value["error"] = error_to_json(error)
+        stored = call.store("stream", value)
+        call.complete(
+            "stream",
+            stored,
+            ms=round((self.clock.now() - call.started) * 1000, 3),
+            learn=[e.get("data") for e in stored["events"]],
+            error=type(error).__name__ if error is not None else None,
             partial=partial,
         )
         if error is not None:

@@ -136,9 +136,6 @@ class Transport(_Base, _SyncBases):
     def handle_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
         exchange = Exchange(self, request, request.read(), side=0)
-        replayed = exchange.replay_plain()
-        if replayed is not None:
-            return replayed
         step = exchange.first_step()
         self.deck.clock.advance(step.delay)
         if step.response is not None:
@@ -176,9 +173,6 @@ class AsyncTransport(_Base, _AsyncBases):
     async def handle_async_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
         exchange = Exchange(self, request, await request.aread(), side=1)
-        replayed = exchange.replay_plain()
-        if replayed is not None:
-            return replayed
         step = await exchange.afirst_step()
         await self.deck.clock.aadvance(step.delay)
         if step.response is not None:

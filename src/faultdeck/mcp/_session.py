@@ -155,7 +155,7 @@ class Session:
         call = await self.deck.abegin(
             "tool", name, call_args(method, params), schema_version=schema
         )
-        if self._unstored is not None and call.write:
+        if self._unstored is not None and call.records:
             call.meta, self._unstored = {"handshake": self._unstored}, None
         output = self.outputs.get(name) if tool else None
         fault = call.fault

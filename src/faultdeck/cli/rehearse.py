@@ -1,5 +1,5 @@
-"""The commands that rehearse: ``rehearse`` (the fault matrix, of one cassette or of many, then
-a row each) and ``demo``."""
+"""``faultdeck rehearse``: the fault matrix of one cassette, or of many and then a row each;
+and what ``redteam`` shares with it (the program after ``--``, the ``--policy``)."""
 
 from __future__ import annotations
 
@@ -248,15 +248,6 @@ def print_several(out: Console, paths: Sequence[str], matrices: Sequence[Matrix]
     out.print(summary_table([summary_row(p, m) for p, m in zip(paths, matrices, strict=True)]))
     bad = sum(not m.ok for m in matrices)
     out.print(f"{plural(len(matrices), 'cassette')}: {bad} with findings", markup=False)
-
-
-@cli.command()
-def demo() -> None:
-    """The walkthrough on the bundled workshop agent (about a second, no network)."""
-    from ..demo import main as run_demo
-
-    if run_demo() != 0:
-        raise Finding
 
 
 def entry_policy(policy_spec: str | None) -> Policy | None:

@@ -16,7 +16,7 @@ import orjson
 from .._base.words import plural
 from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
 from ._progress import meter
-from ._rehearsing import BeforeTheProgram, entry_policy
+from .rehearse import BeforeTheProgram, entry_policy
 
 if TYPE_CHECKING:
     from .._rehearse.redteam import Redteam

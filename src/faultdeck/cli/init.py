@@ -1,6 +1,6 @@
-"""The commands that set a project up: ``init`` and ``completion``.
+"""``faultdeck init``: set a project up.
 
-``init`` adds what a project needs and never changes what it has: a commented
+It adds what a project needs and never changes what it has: a commented
 ``[tool.faultdeck]`` section appended to ``pyproject.toml`` (or a new file holding only it),
 and a ``conftest.py`` when there is none (else the snippet is printed, to paste). Every
 check runs before the first write, so bad input writes nothing.
@@ -13,7 +13,6 @@ import tomllib
 from pathlib import Path
 
 import click
-from click.shell_completion import get_completion_class
 
 from ._common import cli
 
@@ -62,8 +61,6 @@ next:
   pytest --block-network                                     replay it offline (the deck fixture)
   faultdeck rehearse runs/base.jsonl --entrypoint agent:run  every fault at every call, judged"""
 """The next three commands: record, replay in pytest, rehearse."""
-
-SHELLS = ("bash", "zsh", "fish")
 
 
 @cli.command()
@@ -154,20 +151,3 @@ def append(path: Path, before: bytes, after: bytes) -> None:
         if fh.read() != before:
             raise click.ClickException(f"{path} changed while init ran; run init again")
         fh.write(after[len(before) :])
-
-
-@cli.command()
-@click.argument("shell", type=click.Choice(SHELLS))
-def completion(shell: str) -> None:
-    """Print the shell completion script for SHELL (click's own, for `faultdeck`).
-
-    \b
-    eval "$(faultdeck completion bash)"     # in ~/.bashrc
-    eval "$(faultdeck completion zsh)"      # in ~/.zshrc
-    faultdeck completion fish > ~/.config/fish/completions/faultdeck.fish
-    """
-    complete = get_completion_class(shell)
-    if complete is None:  # click has a class for each of SHELLS
-        raise click.UsageError(f"no completion for {shell}")
-    script = complete(cli, {}, "faultdeck", "_FAULTDECK_COMPLETE").source()
-    click.echo(script)

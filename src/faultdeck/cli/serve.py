@@ -79,11 +79,7 @@ def serve(
     faultdeck serve --cassettes runs --faults plans/quota.json
     OpenAI base URL: http://127.0.0.1:8765/c/NAME/v1; Anthropic: http://127.0.0.1:8765/c/NAME
     """
-    if host not in LOOPBACK and not token:
-        raise click.ClickException(
-            f"--host {host} is reachable from other machines; "
-            "set --token (or FAULTDECK_TOKEN) to serve there"
-        )
+    check_reach(host, token)
     if mode != "replay" and not upstream:
         raise click.UsageError(f"--mode {mode} reaches the provider: give --upstream URL")
     try:
@@ -104,8 +100,8 @@ def serve(
         max_body=max_body,
     )
     app = make_app(config)
-    sock = _bind(host, port)
-    url = _url(host, sock.getsockname()[1])
+    sock = bind(host, port)
+    url = base_url(host, sock.getsockname()[1])
     click.echo(f"faultdeck: serving {url} (mode {mode}, cassettes {cassettes})")
     click.echo(f"  OpenAI base URL:    {url}/c/NAME/v1")
     click.echo(f"  Anthropic base URL: {url}/c/NAME")
@@ -127,15 +123,26 @@ def serve(
     # lines), then raises the signal again for the handler it found: this one lets the
     # command end as a clean stop, exit 0.
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _stopped)
+        signal.signal(sig, clean_stop)
     server.run(sockets=[sock])
 
 
-def _stopped(sig: int, frame: object) -> None:
-    return None
+def check_reach(host: str, token: str | None) -> None:
+    """Refuse to listen where other machines can reach it without a token."""
+    if host not in LOOPBACK and not token:
+        raise click.ClickException(
+            f"--host {host} is reachable from other machines; "
+            "set --token (or FAULTDECK_TOKEN) to serve there"
+        )
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def clean_stop(sig: int, frame: object) -> None:
+    """The handler uvicorn raises SIGINT or SIGTERM again for once it has shut down: nothing
+    is left to do, so the command ends as a clean stop (exit 0)."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` (port 0: a free one), or a one-line error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -150,6 +157,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _url(host: str, port: int) -> str:
+def base_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 address in brackets."""
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"

@@ -24,7 +24,7 @@ from .._base.config import Mode
 from .._deck.deck import Deck
 from ..faults import FaultPlan
 from ._common import check_cassette, cli
-from ._serving import LOOPBACK, _bind, _stopped, _url
+from .serve import base_url, bind, check_reach, clean_stop
 
 if TYPE_CHECKING:
     import socket
@@ -181,11 +181,8 @@ def _speak(cassette: str) -> None:
 
 
 def _check_host(transport: str, host: str, token: str | None) -> None:
-    if transport == "http" and host not in LOOPBACK and not token:
-        raise click.ClickException(
-            f"--host {host} is reachable from other machines; "
-            "set --token (or FAULTDECK_TOKEN) to serve there"
-        )
+    if transport == "http":
+        check_reach(host, token)
 
 
 def _run(deck: Deck, target: Any, transport: str, host: str, port: int, token: str | None) -> None:
@@ -194,7 +191,7 @@ def _run(deck: Deck, target: Any, transport: str, host: str, port: int, token: s
     cassette instead of replacing it)."""
     import anyio
 
-    sock = _bind(host, port) if transport == "http" else None
+    sock = bind(host, port) if transport == "http" else None
     deck.open()
     try:
         anyio.run(_serve, deck, target, sock, token)
@@ -267,7 +264,7 @@ async def _http(
         app = _HandshakeOnly(app, discover_refused(session))
     if token:
         app = _TokenCheck(app, token)
-    click.echo(f"faultdeck: serving MCP at {_url(host, port)}/mcp")
+    click.echo(f"faultdeck: serving MCP at {base_url(host, port)}/mcp")
     sys.stdout.flush()
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
@@ -275,7 +272,7 @@ async def _http(
     # uvicorn stops gracefully on SIGINT and SIGTERM, then raises the signal again for the
     # handler it found: this one makes that a clean stop.
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _stopped)
+        signal.signal(sig, clean_stop)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 

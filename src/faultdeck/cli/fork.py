@@ -27,7 +27,7 @@ from .._deck.fork import AT_ENV, PARENT_ENV, ForkPoint, start_fork
 from .._deck.outage import outage_line
 from ._child import location, no_report, run_child
 from ._common import Finding, cli, console
-from ._running import finished
+from .record import finished
 
 
 @cli.command()
