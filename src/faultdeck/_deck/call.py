@@ -285,11 +285,11 @@ class Call:
                         f"{problem}; kind 'http' holds what fd.http.Transport records, "
                         "use kind 'tool' for other calls",
                     )
-        with ledger.lock:
-            # The caller holds this very object and may change it: learn its ids now.
+        with ledger.lock:  # (its ids learned now: the caller holds this object, may change it)
             ids = ledger.learn_written(stored, found)
             self._log("live", ms=ms)
-            self._put("out", stored, ms, ids=ids)
+            fault = self.fault.to_json() if self.fault is not None else None
+            ledger.write_line(self, "out", stored, ms, fault, ids, self._skipped, self._rekey)
 
     def fail(self, exc: BaseException) -> None:
         """Log a live call that raised ``exc``, and record the error when recording; an
@@ -395,6 +395,4 @@ class Call:
         """Write the call's line (under the run's lock), when the run writes."""
         if fault is None and self.fault is not None:
             fault = self.fault.to_json()
-        self._ledger.write_line(
-            self, result, value, ms, fault, ids, "skipped" if self._skipped else None, self._rekey
-        )
+        self._ledger.write_line(self, result, value, ms, fault, ids, self._skipped, self._rekey)

@@ -26,7 +26,7 @@ from .._base.config import (
     Settings,
     check_choice,
 )
-from .._base.context import idempotency
+from .._base.context import current_idempotency_key, idempotency
 from .._base.errors import ConfigError
 from .._cassette.format import Recording
 from .._keys.canonical import SCHEMA_DEFAULT
@@ -81,12 +81,9 @@ class Deck:
             its own, and its header names ``parent`` (path, ``at``, sha256 of its bytes).
 
     Attributes:
-        path: the cassette file.
-        mode, match, durability: as configured.
-        clock: the deck's clock.
-        latency: ``recorded`` when replayed calls take their recorded time on the clock.
-        faults: the fault plan, if any.
-        redactor: what masks secrets.
+        path, mode, match, durability, clock, latency, redactor: as configured.
+        faults: the fault plan (a ``FaultPlan``), if any.
+        public_env, environ: the variables ``env()`` may store in clear, and where it reads.
     """
 
     def __init__(  # noqa: PLR0913 - the public constructor: options by keyword, as httpx.Client
@@ -342,8 +339,11 @@ class Deck:
             live = call.runner(
                 fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
             )
-            with idempotency(call.idempotency_key):
-                value = live()
+            if call.idempotency_key is None and current_idempotency_key() is None:
+                value = live()  # (no key to set or to clear)
+            else:
+                with idempotency(call.idempotency_key):
+                    value = live()
             call.result(value)
         return cast(T, value)
 
@@ -384,10 +384,9 @@ class Deck:
         return cast(T, value)
 
     def _waits(self, call: Call) -> tuple[float, ...]:
-        """What ``call`` and ``acall`` do alike before a decided call is answered: raise its
-        fault if it raises (``Call.inject``), and give the waits on the clock before the
-        answer: the fault's delay, then the recorded time when latency is replayed (less a
-        delay the recording was made under: its ms hold it already)."""
+        """What ``call`` and ``acall`` share before an answer: the fault raised if it raises,
+        and the waits on the clock: the fault's delay, then the recorded time when latency
+        is replayed (less a delay the recording was made under: its ms hold it)."""
         fault, recorded = call.fault, call.recorded
         call.inject()
         waits: tuple[float, ...] = (call.delay,) if fault is not None else ()

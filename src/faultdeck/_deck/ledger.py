@@ -73,6 +73,7 @@ class Ledger:
         )
         self.allow_side_effects = allow_side_effects
         self.ids = IdMap()
+        self.file: CassetteSession = cassette.file  # the file the run writes (set on opening)
         self.log: list[CallRecord] = []
         self.unanswered: list[str] = []
 
@@ -80,11 +81,6 @@ class Ledger:
     def mode(self) -> str:
         """The mode decided on opening (``once`` becomes ``replay`` or ``record``)."""
         return self._cassette.mode
-
-    @property
-    def file(self) -> CassetteSession:
-        """The file the run writes (and its lock)."""
-        return self._cassette.file
 
     @property
     def where(self) -> str:
@@ -122,11 +118,12 @@ class Ledger:
         ms: float,
         fault: Any,
         ids: Any,
-        in_doubt: str | None,
+        skipped: bool,
         rekey: bool,
     ) -> None:
-        """Write ``call``'s line, when the run writes."""
-        file = self._cassette.file
+        """Write ``call``'s line, when the run writes (``skipped``: an in-doubt call that was
+        not run again, as its line says)."""
+        file = self.file
         if not file.writing:
             return
         step = call.step if isinstance(call.step, (str, int, float)) else None
@@ -136,4 +133,4 @@ class Ledger:
             result,  # type: ignore[arg-type]  # one of the three, as the Call says
             value, ms, step, call.schema, meta, fault, ids=ids,
         )  # fmt: skip
-        file.write(line, in_doubt=in_doubt, rekey=rekey)
+        file.write(line, in_doubt="skipped" if skipped else None, rekey=rekey)

@@ -155,6 +155,7 @@ class Run:
             if cassette.opened:
                 return
             cassette.open()
+            self.ledger.file = cassette.file  # a store's cassette is written as a local copy
             recording = cassette.recording
             self._stored_keys_hold = (
                 cassette.mode == "replay"

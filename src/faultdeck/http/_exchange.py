@@ -100,7 +100,6 @@ class Exchange(Live):
             events = self.events(call, status, headers, answer)
             stream = stream_types(owner.httpx)[self.side](events)
             return Step(call, self.replayed(status, headers, stream=stream), 0.0)
-        # (a held line's value is parsed anew at each read: ``value`` is the one answer read)
         as_recorded = answer is value["body"]
         content = self.content(entry, value) if as_recorded else body_bytes(answer)
         chunks = value.get("chunks")
