@@ -245,14 +245,23 @@ def test_the_docs_checker_follows_public_modules() -> None:
     assert not is_public("faults.Mode")
 
 
-def test_importing_faultdeck_leaves_asyncio_and_rich_to_whoever_uses_them() -> None:
+def test_importing_faultdeck_leaves_the_edges_to_whoever_uses_them() -> None:
     """A command rehearsal starts a fresh Python per cell, and each imports faultdeck: the
-    event loop's modules (with ssl) and rich's tables are imported where a clock is awaited
-    or a table drawn, not by the import."""
+    event loop's modules (with ssl), rich's tables, click, the HTTP edge and the HTTP
+    clients, the diffs and the rehearsals are imported where they are used, not by the
+    import; each public name among them is still there when first read."""
     import subprocess
 
-    probe = "import sys, faultdeck; print(sorted({'asyncio', 'rich', 'ssl'} & set(sys.modules)))"
+    edges = (
+        "asyncio", "rich", "ssl", "click", "httpx", "httpx2", "faultdeck.http",
+        "faultdeck.cli", "faultdeck._diff.align", "faultdeck._rehearse.inprocess",
+    )  # fmt: skip
+    probe = (
+        f"import sys, faultdeck; print(sorted(set({edges!r}) & set(sys.modules)));"
+        "print(faultdeck.http.Transport.__name__, faultdeck.rehearse.__name__);"
+        "print('faultdeck.http' in sys.modules)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.splitlines() == ["[]", "Transport rehearse", "True"]

@@ -39,7 +39,10 @@ Start with ``Deck``::
         hits = deck.call("tool", "search_docs", {"q": "retry"}, lambda: search_docs("retry"))
 """
 
-from . import config, faults, http, render, testing, types
+import importlib as _importlib
+import typing as _typing
+
+from . import config, faults
 from ._base.clock import Clock, SystemClock, VirtualClock
 from ._base.context import step
 from ._base.errors import (
@@ -72,20 +75,58 @@ from ._cassette.reader import load
 from ._deck.call import Call
 from ._deck.deck import Deck
 from ._deck.report import CallRecord, Report
-from ._diff.align import CallPathDiff, diff_recordings
-from ._diff.drift import Drift, compare_drift
 from ._judge.invariants import Violation, check
 from ._judge.policy import Outcome, Policy, run_steps
 from ._judge.sdk_errors import classify_error
 from ._keys.normalize import NormalizeConfig
 from ._keys.redact import Redactor
-from ._rehearse.command import rehearse_command
-from ._rehearse.inprocess import rehearse
-from ._rehearse.matrix import Matrix
-from ._rehearse.redteam import Redteam, redteam
 from .faults import Fault, FaultPlan
 
+if _typing.TYPE_CHECKING:
+    from . import http, render, testing, types
+    from ._diff.align import CallPathDiff, diff_recordings
+    from ._diff.drift import Drift, compare_drift
+    from ._rehearse.command import rehearse_command
+    from ._rehearse.inprocess import rehearse
+    from ._rehearse.matrix import Matrix
+    from ._rehearse.redteam import Redteam, redteam
+
 __version__ = "0.1.0"
+
+# What a deck does not need to open and answer is imported when first used: the HTTP edge,
+# the diffs, the rehearsals and their renderings (``fd.http``, ``fd.rehearse``…).
+_LAZY = {
+    "http": ("faultdeck.http", None),
+    "render": ("faultdeck.render", None),
+    "testing": ("faultdeck.testing", None),
+    "types": ("faultdeck.types", None),
+    "CallPathDiff": ("faultdeck._diff.align", "CallPathDiff"),
+    "diff_recordings": ("faultdeck._diff.align", "diff_recordings"),
+    "Drift": ("faultdeck._diff.drift", "Drift"),
+    "compare_drift": ("faultdeck._diff.drift", "compare_drift"),
+    "rehearse_command": ("faultdeck._rehearse.command", "rehearse_command"),
+    "rehearse": ("faultdeck._rehearse.inprocess", "rehearse"),
+    "Matrix": ("faultdeck._rehearse.matrix", "Matrix"),
+    "Redteam": ("faultdeck._rehearse.redteam", "Redteam"),
+    "redteam": ("faultdeck._rehearse.redteam", "redteam"),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A public name imported when first used (``_LAZY``), then kept as a module global."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'faultdeck' has no attribute {name!r}") from None
+    found = _importlib.import_module(module)
+    value = found if attr is None else getattr(found, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ArgumentError",
