@@ -19,8 +19,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from orjson import dumps, loads
-
 from .._base.config import OnInDoubt
 from .._base.errors import ArgumentError, ProcessKilled, SideEffectBlocked
 from .._cassette.errorjson import error_from_json, error_to_json, number
@@ -163,10 +161,7 @@ class Call:
                 ledger.learn_recorded(entry, as_recorded=True)
         else:  # nothing to learn: the record alone, appended (a list append is atomic)
             self._log("replay", entry.seq, entry.ms)
-        value = entry.value
-        if type(value) is dict or type(value) is list:  # ``Entry.fresh_value``, a frame less
-            return loads(dumps(value))
-        return value
+        return entry.fresh_value()
 
     def answered(
         self,
@@ -216,7 +211,7 @@ class Call:
                 return lambda: None
             if on_in_doubt != "rerun":
                 self._blocked()
-                raise in_doubt(self, ledger.where, self._resumes.line if self._resumes else 0)
+                raise in_doubt(self, ledger.where, self._resumes.line)
         chosen: Callable[[], T | None] = fn
         if side_effect and ledger.mode != "off" and not ledger.allow_side_effects:
             if dry_run is None:

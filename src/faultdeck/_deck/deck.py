@@ -26,7 +26,7 @@ from .._base.config import (
     Settings,
     check_choice,
 )
-from .._base.context import current_idempotency_key, idempotency
+from .._base.context import idempotency
 from .._base.errors import ConfigError
 from .._cassette.format import Recording
 from .._keys.canonical import SCHEMA_DEFAULT
@@ -339,11 +339,8 @@ class Deck:
             live = call.runner(
                 fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
             )
-            if call.idempotency_key is None and current_idempotency_key() is None:
-                value = live()  # (no key to set or to clear)
-            else:
-                with idempotency(call.idempotency_key):
-                    value = live()
+            with idempotency(call.idempotency_key):
+                value = live()
             call.result(value)
         return cast(T, value)
 

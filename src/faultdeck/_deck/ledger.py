@@ -1,6 +1,7 @@
 """What a call reads and writes of its run: the ``Ledger``.
 
-A ``Call`` finishes itself through its run's ledger, under the run's lock: the clock it
+A ``Call`` finishes itself through its run's ledger, under the run's lock (but for the
+record of a replayed answer that teaches no ids: one list append, atomic): the clock it
 reads its duration from, the id renaming its answer teaches, the log its ``CallRecord``
 goes to, the file its intent and line are written to (values already redacted), and what
 the mode allows. The ``Run`` (``run.py``) owns one and decides calls with the same parts.
@@ -47,6 +48,8 @@ class Ledger:
         store_output: stores a live answer under those rules (``output_store``, made once).
         allow_side_effects: side-effecting calls may run live.
         log: one ``CallRecord`` per call, as each ends.
+        file: the file the run writes, and its lock (set on opening: a cassette in a store
+            is written as a local copy).
         unanswered: the error type of each live call that got no answer (``outage.py``):
             not written.
     """

@@ -14,7 +14,8 @@ Source = Literal["replay", "live", "miss", "blocked", "fault"]
 class CallRecord(NamedTuple):
     """One call as the deck handled it: the deck's log holds one per call, made as the call
     ends (a named tuple: as immutable as a frozen dataclass, and built at a sixth of its
-    cost, on every call's path).
+    cost, on every call's path). ``record._asdict()`` gives its fields by name;
+    ``Report.to_dict()`` gives the whole report as JSON-ready data.
 
     Attributes:
         seq: the call's position in this run.

@@ -53,7 +53,8 @@ class Run:
     """A deck's run: its cassette, its calls' decisions and its log, under one lock.
 
     Its state is read and changed under one lock (an ``RLock``), so a deck can be shared
-    between threads; the call itself (``fn``) runs outside the lock. It owns its
+    between threads; the call itself (``fn``) runs outside the lock, and so does the one
+    append of a replayed answer's record when it teaches no ids (``Call.replay``). It owns its
     ``Cassette`` (``opening.py``), its ``ReplayIndex`` (``index.py``), the ``Turns`` a
     resumed call waits for (``resuming.py``) and the ``Ledger`` its calls finish
     themselves with (``ledger.py``).
@@ -260,8 +261,8 @@ class Run:
                 if mode == "resume":
                     self.turns.took_turn()
                 return call
-            call._rekey = self._rekeys(kind, name, args)
             if mode == "append" or (mode == "resume" and self._resumes(call)):
+                call._rekey = self._rekeys(kind, name, args)  # it runs live: its line is written
                 return call
             raise self._miss(call)
 

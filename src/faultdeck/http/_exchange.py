@@ -40,8 +40,9 @@ class Exchange(Live):
         path = url.path  # decoded anew at each read
         # Pairs hide their names from the field rules, so the query is redacted by name here.
         query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
-        self.sent = request_args(method, path, query, request.headers, owner.keep)
-        self.kind, self.name = name_of(method, self.sent["path"])  # (a password masked)
+        # The request but for its body: its method, path, query and the headers kept.
+        self.head = request_args(method, path, query, request.headers, owner.keep)
+        self.kind, self.name = name_of(method, self.head["path"])  # (a password masked)
         self.body = body
         self.ordinal = 0
 
@@ -50,10 +51,10 @@ class Exchange(Live):
         """The request as its call's args: its body by meaning (``_bodies.request_body``:
         JSON parsed, a form's pairs, multipart's parts, text, or a digest of its bytes)."""
         if not self.body:
-            return self.sent
+            return self.head
         content_type = self.request.headers.get("content-type")
         # (the body stays the last field)
-        return {**self.sent, **request_body(self.body, content_type, self.owner.deck.redactor)}
+        return {**self.head, **request_body(self.body, content_type, self.owner.deck.redactor)}
 
     def first_step(self) -> Step:
         """Decide the call and answer it without the network where it can be: a fault's
