@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
+
+from .format import kept_bytes
 
 BINARY = "binary"
 """The answer field that says its body is base64 (``binary_form``)."""
@@ -72,3 +75,52 @@ def answer_bytes(value: dict[str, Any]) -> bytes:
     if hashlib.sha256(data).hexdigest() != info["sha256"]:
         raise BodyError("the binary body's sha256 differs from the one its line gives")
     return data
+
+
+class KeptBodies(Mapping[int, bytes]):
+    """The bodies of a recording's long, well-formed HTTP answers as the bytes a client
+    reads (``answer_bytes``), by their entry's line number: ``Recording.bodies``.
+
+    A binary body is decoded and checked as its line is read (``keep``), and kept: a bad one
+    is refused there, naming its line. Any other is made from the parsed answer the first
+    time it is asked for, and kept for the replays after: opening a cassette serializes no
+    body, and a body no replay asks for (a ``diff``, a ``show``) is never made. Each is a
+    bytes object of its own length (``kept_bytes``). Two threads asking at once for a body
+    not yet made may each make it: equal bytes, either one kept.
+    """
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        # The bytes, or the stored answer whose body is still to be made.
+        self._kept: dict[int, bytes | dict[str, Any]] = {}
+
+    def keep(self, line: int, answer: dict[str, Any]) -> None:
+        """Keep the body of the well-formed answer on ``line``.
+
+        Raises:
+            BodyError: a binary body that does not decode to what its line says.
+        """
+        self._kept[line] = answer_bytes(answer) if BINARY in answer else answer
+
+    def __getitem__(self, line: int) -> bytes:
+        kept = self._kept[line]
+        if isinstance(kept, dict):
+            data = answer_bytes(kept)
+            # JSON, as orjson writes it: in a buffer up to eight times its length.
+            kept = self._kept[line] = data if type(kept["body"]) is str else kept_bytes(data)
+        return kept
+
+    def get(self, line: int, default: Any = None) -> Any:
+        """The body on ``line``, or ``default`` when none is kept (with no KeyError raised
+        and caught: a replay asks so for every answer)."""
+        return self[line] if line in self._kept else default
+
+    def __contains__(self, line: object) -> bool:
+        return line in self._kept
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        return len(self._kept)

@@ -67,13 +67,24 @@ class Entry:
         fault: Any = None,
         line: int = 0,
         ids: tuple[str, ...] | None = None,
-        *,
-        raw: bytes | None = None,
+        raw: bytes | None = None,  # (not keyword-only: a keyword costs a third of a build)
     ) -> None:
-        self.seq, self.kind, self.name, self.key = seq, kind, name, key
-        self._args, self.result, self._value, self.ms = args, result, value, ms
-        self.step, self.schema, self._meta, self.fault = step, schema, meta, fault
-        self.line, self.ids = line, ids
+        # One store a field: a long recording builds one entry a line, and a tuple of four
+        # assigned at once is built and unpacked first.
+        self.seq = seq
+        self.kind = kind
+        self.name = name
+        self.key = key
+        self._args = args
+        self.result = result
+        self._value = value
+        self.ms = ms
+        self.step = step
+        self.schema = schema
+        self._meta = meta
+        self.fault = fault
+        self.line = line
+        self.ids = ids
         self._raw = raw  # the line, when args, value and meta are still to be parsed from it
         self._form: bytes | None = None
 
@@ -111,7 +122,7 @@ class Entry:
         """The args as orjson writes them (made once: a replay compares a call's with them)."""
         form = self._form
         if form is None:
-            form = self._form = orjson.dumps(self.args)
+            form = self._form = kept_bytes(orjson.dumps(self.args))  # kept, once per line
         return form
 
     def fresh_value(self) -> Any:
@@ -192,6 +203,13 @@ def entry_line(  # noqa: PLR0913 - an entry's fields, in their order
     return obj
 
 
+def kept_bytes(data: bytes) -> bytes:
+    """``data`` in a bytes object of its own length, for bytes that are kept: orjson hands
+    back what it writes in the buffer it wrote it in, 4 KB at least and up to eight times
+    its length."""
+    return memoryview(data).tobytes()
+
+
 def body_bytes(body: Any) -> bytes:
     """A stored HTTP body as the bytes a client reads: text as UTF-8, anything else as
     JSON."""
@@ -267,8 +285,9 @@ class Recording:
         intents: its ``begin`` lines, in file order (none in a cleanly closed cassette).
         aborted: ``(seq, key)`` of the intents whose call never reached the world.
         bodies: the body of each long recorded HTTP answer as the bytes a client reads
-            (``body_bytes``), by the entry's line number: made once as the line is read,
-            while its parsed body is at hand, so that a replay hands the bytes on instead
+            (``body_bytes``), by the entry's line number: a binary body decoded and checked
+            as the line is read, any other made from the parsed answer when first asked
+            for (``bodies.KeptBodies``), once, so that a replay hands the bytes on instead
             of serializing a body it has not touched since. Only a well-formed answer
             (``lines.http_answer_problem`` finds nothing) is here, whatever the line's kind:
             a replay need not check its shape again.

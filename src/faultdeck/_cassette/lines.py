@@ -12,7 +12,7 @@ from typing import Any
 from .._base.errors import CassetteCorrupt
 from .._keys.canonical import KINDS, SCHEMA_DEFAULT
 from .bodies import BINARY, BodyError, answer_bytes, binary_problem
-from .format import RESULT_FIELDS, Entry, Intent
+from .format import RESULT_FIELDS, Entry, Intent, Result
 
 RESTORE = "restore it from version control or re-record it"
 # Binary bodies shorter than this are decoded as their line is checked; a longer one (a line
@@ -25,6 +25,14 @@ _DECODE_BELOW = 2048
 # interned) instead of one per line.
 _KIND = {k: (k, k + ":") for k in KINDS}
 _intern = sys.intern
+# Which of out, error and stream a line holds, by whether it holds each: the one it holds,
+# or none when it holds none or more than one (looked up unless it holds only an out, as
+# most lines do).
+_ONE_RESULT: dict[tuple[bool, bool, bool], Result] = {
+    (True, False, False): "out",
+    (False, True, False): "error",
+    (False, False, True): "stream",
+}
 
 
 def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None) -> Entry:  # noqa: C901 - one check a field, in the order a message names them
@@ -48,7 +56,11 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
     if type(seq) is not int or seq < 1:
         raise CassetteCorrupt(path, number, f"seq {seq!r} is not a positive integer", RESTORE)
     known = _KIND.get(kind) if type(kind) is str else None
-    results = [r for r in RESULT_FIELDS if r in obj]
+    result = (
+        "out"
+        if "out" in obj and "error" not in obj and "stream" not in obj
+        else _ONE_RESULT.get(("out" in obj, "error" in obj, "stream" in obj))
+    )
     problem = None
     if known is None:
         problem = f"kind {kind!r} is not one of {', '.join(KINDS)}"
@@ -64,22 +76,23 @@ def entry(obj: dict[str, Any], path: str, number: int, raw: bytes | None = None)
         problem = "schema must be a string"
     elif fault is not None and (type(fault) is not dict or type(fault.get("fault")) is not str):
         problem = 'fault must be an object like {"fault": "quota", …}'
-    elif ids is not None and (type(ids) is not list or not all(type(i) is str for i in ids)):
+    elif ids is not None and (
+        type(ids) is not list or (ids and not all(type(i) is str for i in ids))
+    ):
         problem = "ids must be a list of strings"
-    elif len(results) != 1:
-        found = ", ".join(results) or "none"
+    elif result is None:
+        found = ", ".join(r for r in RESULT_FIELDS if r in obj) or "none"
         problem = f"a call has exactly one of out, error, stream (found {found})"
-    elif results[0] != "out" or kind == "http":
-        problem = _result_problem(kind, results[0], obj[results[0]])
+    elif result != "out" or kind == "http":
+        problem = _result_problem(kind, result, obj[result])
     if problem is not None:
         raise CassetteCorrupt(path, number, f"seq {seq}: {problem}", RESTORE)
-    result = results[0]
     held = raw is not None
     return Entry(
-        seq, known[0], _intern(name), key, None if held else obj["args"], result,  # type: ignore[index]
-        None if held else obj[result], ms, get("step"),
+        seq, known[0], _intern(name), key, None if held else obj["args"], result,  # type: ignore[index, arg-type]
+        None if held else obj[result], ms, get("step"),  # type: ignore[index]
         schema if schema is SCHEMA_DEFAULT else _intern(schema), None if held else get("meta"),
-        fault, number, None if ids is None else (tuple(ids) if ids else ()), raw=raw,
+        fault, number, None if ids is None else (tuple(ids) if ids else ()), raw,
     )  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from .._base.errors import (
     warn,
 )
 from . import store
-from .bodies import BodyError, answer_bytes
+from .bodies import BodyError, KeptBodies
 from .format import (
     FORMAT_VERSION,
     RESULT_FIELDS,
@@ -64,8 +64,10 @@ a parsed answer costs a third of parsing its whole line again."""
 HOLD_LINES_BELOW = 2048
 """Even then a line this long or longer stays parsed: its values are mostly long strings,
 which cost about their size parsed too, and a replay would parse it again (an HTTP answer's
-body) for little memory saved. The body of an HTTP answer on such a line is also kept as
-the bytes a client reads (``Recording.bodies``), whatever the cassette's size."""
+body) for little memory saved. The body of a well-formed HTTP answer on such a line is also
+kept as the bytes a client reads (``Recording.bodies``), whatever the cassette's size: a
+binary one decoded and checked as the line is read, any other made when a replay first asks
+for it (``KeptBodies``)."""
 
 SHARE_UP_TO = 8 << 20
 """``load_shared`` keeps a recording for reuse when its file is no larger than this."""
@@ -215,7 +217,7 @@ def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one
         raise CassetteCorrupt(path, 1, "empty file, no header", _RESTORE)
     header = _header(lines[0], path)
     entries: list[Entry] = []
-    bodies: dict[int, bytes] = {}
+    bodies = KeptBodies()
     intents: list[Intent] = []
     aborted: set[tuple[int, str]] = set()
     end: dict[str, Any] | None = None
@@ -237,7 +239,7 @@ def parse(data: bytes, path: str = "<memory>") -> Recording:  # noqa: C901 - one
                 value = whole.value
                 if whole.result == "out" and http_answer_problem(value, body=True) is None:
                     try:
-                        bodies[number] = answer_bytes(value)
+                        bodies.keep(number, value)
                     except BodyError as exc:
                         where = f"seq {whole.seq}: {exc}"
                         raise CassetteCorrupt(path, number, where, _RESTORE) from None
