@@ -26,10 +26,11 @@ Every edge (the HTTP transport as much as ``Deck.call``) makes its calls through
 seam, ``Deck.begin`` and the ``Call`` it returns.
 
 The names here are the ones you call, catch, or get back from those calls; the others are
-in submodules the package imports with it: ``faults`` (the fault kinds), ``config`` (the
+in its public submodules: ``faults`` (the fault kinds), ``config`` (the
 settings and the values each option takes), ``types`` (the parts of what faultdeck hands
 back), ``render`` (a diff or a matrix as text, JSON or HTML), ``testing`` (assertions)
-and ``http`` (the SDKs' transports).
+and ``http`` (the SDKs' transports). Each is imported when first read: ``import faultdeck``
+alone imports only the errors.
 
 Start with ``Deck``::
 
@@ -42,9 +43,7 @@ Start with ``Deck``::
 import importlib as _importlib
 import typing as _typing
 
-from . import config, faults
-from ._base.clock import Clock, SystemClock, VirtualClock
-from ._base.context import step
+# The errors are the names a caller catches, and cheap: imported with the package.
 from ._base.errors import (
     ArgumentError,
     BadToolCall,
@@ -70,50 +69,70 @@ from ._base.errors import (
     StaleCassette,
     TransientError,
 )
-from ._cassette.extract import extract, extract_json
-from ._cassette.reader import load
-from ._deck.call import Call
-from ._deck.deck import Deck
-from ._deck.report import CallRecord, Report
-from ._judge.invariants import Violation, check
-from ._judge.policy import Outcome, Policy, run_steps
-from ._judge.sdk_errors import classify_error
-from ._keys.normalize import NormalizeConfig
-from ._keys.redact import Redactor
-from .faults import Fault, FaultPlan
+from ._base.version import VERSION as __version__
 
 if _typing.TYPE_CHECKING:
-    from . import http, render, testing, types
+    from . import config, faults, http, render, testing, types
+    from ._base.clock import Clock, SystemClock, VirtualClock
+    from ._base.context import step
+    from ._cassette.extract import extract, extract_json
+    from ._cassette.reader import load
+    from ._deck.call import Call
+    from ._deck.deck import Deck
+    from ._deck.report import CallRecord, Report
     from ._diff.align import CallPathDiff, diff_recordings
     from ._diff.drift import Drift, compare_drift
+    from ._judge.invariants import Violation, check
+    from ._judge.policy import Outcome, Policy, run_steps
+    from ._judge.sdk_errors import classify_error
+    from ._keys.normalize import NormalizeConfig
+    from ._keys.redact import Redactor
     from ._rehearse.command import rehearse_command
     from ._rehearse.inprocess import rehearse
     from ._rehearse.matrix import Matrix
     from ._rehearse.redteam import Redteam, redteam
+    from .faults import Fault, FaultPlan
 
-__version__ = "0.1.0"
-
-# What a deck does not need to open and answer is imported when first used: the HTTP edge,
-# the diffs, the rehearsals and their renderings (``fd.http``, ``fd.rehearse``…).
+# Every other name is imported when first read (the package's ``__getattr__``), so that importing
+# faultdeck costs nothing until something is used: the command line's ``--version`` and
+# ``--help``, a pytest session that never opens a deck. ``from faultdeck import Deck`` loads
+# what a deck needs to open and answer, and no more: not the HTTP edge, the diffs, the
+# rehearsals or their renderings. Each module below names what it gives (None: the module).
+_FROM: dict[str, tuple[str | None, ...]] = {
+    "faultdeck.config": (None,),
+    "faultdeck.faults": (None, "Fault", "FaultPlan"),
+    "faultdeck.http": (None,),
+    "faultdeck.render": (None,),
+    "faultdeck.testing": (None,),
+    "faultdeck.types": (None,),
+    "faultdeck._base.clock": ("Clock", "SystemClock", "VirtualClock"),
+    "faultdeck._base.context": ("step",),
+    "faultdeck._cassette.extract": ("extract", "extract_json"),
+    "faultdeck._cassette.reader": ("load",),
+    "faultdeck._deck.call": ("Call",),
+    "faultdeck._deck.deck": ("Deck",),
+    "faultdeck._deck.report": ("CallRecord", "Report"),
+    "faultdeck._diff.align": ("CallPathDiff", "diff_recordings"),
+    "faultdeck._diff.drift": ("Drift", "compare_drift"),
+    "faultdeck._judge.invariants": ("Violation", "check"),
+    "faultdeck._judge.policy": ("Outcome", "Policy", "run_steps"),
+    "faultdeck._judge.sdk_errors": ("classify_error",),
+    "faultdeck._keys.normalize": ("NormalizeConfig",),
+    "faultdeck._keys.redact": ("Redactor",),
+    "faultdeck._rehearse.command": ("rehearse_command",),
+    "faultdeck._rehearse.inprocess": ("rehearse",),
+    "faultdeck._rehearse.matrix": ("Matrix",),
+    "faultdeck._rehearse.redteam": ("Redteam", "redteam"),
+}
 _LAZY = {
-    "http": ("faultdeck.http", None),
-    "render": ("faultdeck.render", None),
-    "testing": ("faultdeck.testing", None),
-    "types": ("faultdeck.types", None),
-    "CallPathDiff": ("faultdeck._diff.align", "CallPathDiff"),
-    "diff_recordings": ("faultdeck._diff.align", "diff_recordings"),
-    "Drift": ("faultdeck._diff.drift", "Drift"),
-    "compare_drift": ("faultdeck._diff.drift", "compare_drift"),
-    "rehearse_command": ("faultdeck._rehearse.command", "rehearse_command"),
-    "rehearse": ("faultdeck._rehearse.inprocess", "rehearse"),
-    "Matrix": ("faultdeck._rehearse.matrix", "Matrix"),
-    "Redteam": ("faultdeck._rehearse.redteam", "Redteam"),
-    "redteam": ("faultdeck._rehearse.redteam", "redteam"),
+    name or module.rpartition(".")[2]: (module, name)
+    for module, names in _FROM.items()
+    for name in names
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    """A public name imported when first used (``_LAZY``), then kept as a module global."""
+def __getattr__(name: str) -> object:
+    """A public name, imported when first read (``_FROM``), then kept as a module global."""
     try:
         module, attr = _LAZY[name]
     except KeyError:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
-from faultdeck._keys.redact import PATTERNS
+from faultdeck._keys.redact import patterns
 from tests.support.plants import one_per_pattern
 
 ALNUM = string.ascii_letters + string.digits
@@ -46,7 +46,7 @@ class Sample:
     """One planted secret.
 
     Attributes:
-        pattern: the redactor's name for its shape (a ``PATTERNS`` name or ``secret_field``).
+        pattern: the redactor's name for its shape (a ``patterns()`` name or ``secret_field``).
         secret: what must never reach the disk; its mask must.
         sentence: how a string carries it mid-sentence (``{}`` is the secret), if it does.
         field: the secret-like field name that holds it bare, if it does.
@@ -174,7 +174,7 @@ for _name, _plant in one_per_pattern().items():
 
 
 def test_every_pattern_the_redactor_knows_has_a_sample() -> None:
-    known = {pattern.name for pattern in PATTERNS}
+    known = {pattern.name for pattern in patterns()}
     planted = {sample.pattern for sample in SAMPLES.values()}
     assert known - planted == set(), "a redaction pattern has no planted secret here"
     assert "secret_field" in planted

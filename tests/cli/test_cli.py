@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
-from faultdeck._keys.redact import PATTERNS
+from faultdeck._keys.redact import patterns
 from tests.support import GOLDEN, ROOT
 from tests.support.calls import returns
 from tests.support.children import child_env
@@ -173,7 +173,7 @@ def test_show_text_and_json(tmp_path: Path) -> None:
 
 def planted_lines() -> dict[str, str]:
     pieces = {name: plant.text for name, plant in one_per_pattern().items()}
-    assert set(pieces) == {p.name for p in PATTERNS}, "a pattern has no planted secret here"
+    assert set(pieces) == {p.name for p in patterns()}, "a pattern has no planted secret here"
     return pieces
 
 

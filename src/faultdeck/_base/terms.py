@@ -12,9 +12,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, astuple, dataclass
-
-import orjson
+from typing import NamedTuple
 
 ENV = "FAULTDECK_TERMS"
 """The variable the command line passes its terms to the program in (JSON)."""
@@ -22,8 +20,7 @@ CASSETTE = "{cassette}"
 """Stands for the cassette in terms that do not know it yet (``Terms.about`` fills it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Terms:
+class Terms(NamedTuple):
     """How a hint says each thing a user may do next.
 
     Attributes:
@@ -39,11 +36,13 @@ class Terms:
     def about(self, cassette: str) -> Terms:
         """The terms with ``{cassette}`` (in terms that name no cassette yet) filled in."""
         name = shlex.quote(cassette)
-        return Terms(*(text.replace(CASSETTE, name) for text in astuple(self)))
+        return Terms(*(text.replace(CASSETTE, name) for text in self))
 
     def to_env(self) -> str:
         """The terms as ``FAULTDECK_TERMS`` carries them."""
-        return orjson.dumps(asdict(self)).decode()
+        import orjson
+
+        return orjson.dumps(self._asdict()).decode()
 
 
 PYTHON = Terms(record='mode="record"', append='mode="append"', resume='mode="resume"')
@@ -78,6 +77,8 @@ def from_env(env: Mapping[str, str]) -> Terms | None:
     raw = env.get(ENV)
     if not raw:
         return None
+    import orjson
+
     try:
         data = orjson.loads(raw)
         return Terms(record=data["record"], append=data["append"], resume=data["resume"])

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-
-import filelock
+from typing import TYPE_CHECKING
 
 if sys.platform != "win32":
     import fcntl
+if TYPE_CHECKING:
+    import filelock
 
 
 class Held(Exception):
@@ -34,6 +35,8 @@ class LockFile:
     def acquire(self) -> None:
         """Take the lock now or raise ``Held``."""
         if sys.platform == "win32":  # pragma: no cover - not POSIX
+            import filelock
+
             lock = filelock.FileLock(self.path, timeout=0)
             try:
                 lock.acquire()

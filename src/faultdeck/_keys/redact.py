@@ -40,13 +40,13 @@ from .secrets import (
     MASK_PREFIX,
     MASK_RE,
     MIN_SECRET_LEN,
-    PATTERNS,
     Span,
     apply_masks,
     assignment_spans,
     builtin_spans,
     looks_random,
     mask,
+    patterns,
     unescape_masks,
 )
 from .streams import mask_split_text
@@ -58,7 +58,7 @@ __all__ = [
     "Finding",
     "MASK_PREFIX",
     "NOT_SECRET_FIELDS",
-    "PATTERNS",
+    "patterns",
     "PLAIN",
     "Redactor",
     "SECRET",

@@ -4,8 +4,8 @@ Every row of ``SHAPES`` is one way a credential is written: a name (what ``scan`
 findings report, never the secret), the characters it may start with, and the regex that
 follows the first character. A group named ``secret`` marks the part that is masked (the
 rest, a ``Bearer`` word or an ``AccountKey=`` label, is kept); without one the whole match
-is. Rows that share a name are variants of one shape. ``PATTERNS`` compiles the rows per
-name, for people and tests; ``mask_spans`` searches all rows at once.
+is. Rows that share a name are variants of one shape. ``patterns()`` compiles the rows per
+name, for people and tests (when first asked); ``builtin_spans`` searches all rows at once.
 
 A mask is ``«redacted:sha256:<8 hex>»``, the first 8 hex digits of the SHA-256 of the
 secret's UTF-8 bytes: equal secrets get equal masks, so a replayed run still shows that two
@@ -15,6 +15,7 @@ changes nothing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -268,24 +269,25 @@ def _first_class(chars: str) -> str:
     return re.escape(chars) if len(chars) == 1 else "[" + re.escape(chars) + "]"
 
 
-def _patterns() -> tuple[Pattern, ...]:
+@functools.cache
+def patterns() -> tuple[Pattern, ...]:
+    """The built-in credential shapes, one per name, in matching priority order."""
     sources: dict[str, list[str]] = {}
     for shape in SHAPES:
         sources.setdefault(shape.name, []).append(_first_class(shape.firsts) + shape.rest)
-    return tuple(
+    shapes = (
         Pattern(name, re.compile(srcs[0] if len(srcs) == 1 else "|".join(f"(?:{s})" for s in srcs)))
         for name, srcs in sources.items()
     )
+    return (*shapes, Pattern("secret_assignment", ASSIGNMENT))
 
 
-PATTERNS: tuple[Pattern, ...] = (*_patterns(), Pattern("secret_assignment", ASSIGNMENT))
-"""The built-in credential shapes, one per name, in matching priority order."""
-
-
+@functools.cache
 def _combined() -> tuple[re.Pattern[str], list[tuple[str, int]]]:
-    # One alternation searched once per string. Each branch is `<literal>(?P<_fdN>...)`; the
-    # outer named group closes last, so `lastindex` identifies the branch even when it holds
-    # a `secret` group.
+    # One alternation searched once per string, compiled when first searched (a hundredth
+    # of a second: a program that only replays, with nothing to redact, never pays it).
+    # Each branch is `<literal>(?P<_fdN>...)`; the outer named group closes last, so
+    # `lastindex` identifies the branch even when it holds a `secret` group.
     branches: list[str] = []
     owners: list[tuple[str, str | None]] = []
     for shape in SHAPES:
@@ -306,8 +308,6 @@ def _combined() -> tuple[re.Pattern[str], list[tuple[str, int]]]:
         )
     return regex, by_index
 
-
-_COMBINED, _BRANCH_BY_INDEX = _combined()
 
 Span = tuple[str, int, int]
 """A secret found in a text: the shape's name, its start and its end."""
@@ -360,8 +360,8 @@ def looks_random(text: str) -> bool:
 def builtin_spans(text: str) -> list[Span]:
     """Where the rows of ``SHAPES`` match in ``text``, in order, not overlapping."""
     spans: list[Span] = []
-    search = _COMBINED.search
-    by_index = _BRANCH_BY_INDEX
+    combined, by_index = _combined()
+    search = combined.search
     m = search(text)
     while m is not None:
         name, group = by_index[m.lastindex or 0]

@@ -16,40 +16,40 @@ command line stays cheap.
 from __future__ import annotations
 
 import sys
-import traceback
-from collections.abc import Sequence
+import typing
 
-import click
+from .._base.version import VERSION
 
-from .. import demo
-from .._base import terms
-from .._base.errors import FaultdeckError
-from . import (  # noqa: F401 - each module is named after the commands it registers
-    completion,
-    diff,
-    drift,
-    export,
-    extract,
-    fork,
-    init,
-    mcp,
-    record,
-    redteam,
-    rehearse,
-    replay,
-    scan,
-    serve,
-    show,
-)
-from ._common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, Finding, cli, warning_lines
+if typing.TYPE_CHECKING:
+    from collections.abc import Sequence
 
-cli.add_command(demo.command)  # the demo's command lives with the demo
+    import click
+
+    from ._common import cli
 
 __all__ = ["cli", "entry", "main"]
+
+VERSION_LINE = f"faultdeck, version {VERSION}"
+"""What ``faultdeck --version`` prints (click's own wording, which the group's option uses)."""
+
+
+def __getattr__(name: str) -> object:
+    """``cli``, the click group, imported when first read: ``--version`` needs no click."""
+    if name != "cli":
+        raise AttributeError(f"module 'faultdeck.cli' has no attribute {name!r}")
+    from ._common import cli
+
+    return cli
 
 
 def fail(message: str, debug: bool) -> int:
     """Print a usage or input error in one line (the traceback too with ``--debug``)."""
+    import traceback
+
+    import click
+
+    from ._common import EXIT_USAGE
+
     if debug:
         traceback.print_exc()
     click.echo(f"faultdeck: error: {message}", err=True)
@@ -59,6 +59,12 @@ def fail(message: str, debug: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        print(VERSION_LINE)
+        return 0
+    from .._base import terms
+    from ._common import warning_lines
+
     # Until a command names its cassette and program, hints name them in general.
     with terms.speaking(terms.command_line(None, ())), warning_lines():
         return run(args)
@@ -66,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: list[str]) -> int:
     """Run one command; map what it raised to an exit code and one line."""
+    import click
+
+    from .._base.errors import FaultdeckError
+    from ._common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, Finding, cli
+
     debug = "--debug" in args
     try:
         cli.main(args=args, prog_name="faultdeck", standalone_mode=False)
@@ -91,15 +102,17 @@ def run(args: list[str]) -> int:
 
 def usage(ctx: click.Context | None) -> str:
     """``faultdeck`` alone: the usage line and the commands, one line each."""
+    import click
+
+    from ._common import summary
+
     if ctx is None or not isinstance(ctx.command, click.Group):
         return "Usage: faultdeck COMMAND [ARGS]... (faultdeck --help for more)"
     lines = [ctx.get_usage(), "", "Commands:"]
     names = ctx.command.list_commands(ctx)
     width = max(map(len, names))
     for name in names:
-        command = ctx.command.get_command(ctx, name)
-        summary = command.get_short_help_str(limit=70) if command is not None else ""
-        lines.append(f"  {name:<{width}}  {summary}")
+        lines.append(f"  {name:<{width}}  {summary(ctx, name, 70)}")
     lines += ["", "faultdeck COMMAND --help shows a command's options and examples."]
     return "\n".join(lines)
 

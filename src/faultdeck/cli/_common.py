@@ -1,19 +1,27 @@
-"""What every command shares: the ``faultdeck`` group, its exit codes, its output."""
+"""What every command shares: the ``faultdeck`` group, its exit codes, its output.
+
+The group knows its commands by name (``COMMANDS``) and imports each when it is first named,
+so that ``faultdeck --help`` lists them all and imports none; this module imports no more
+than click for the same reason.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
-from rich.console import Console
 
 from .._base.errors import CassetteWarning, FaultdeckWarning
-from .._cassette.format import Recording
-from .._cassette.reader import interrupted_warning, load
+from .._base.version import VERSION
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .._cassette.format import Recording
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
@@ -27,6 +35,8 @@ class Finding(Exception):
 
 def console() -> Console:
     """stdout: rich on a terminal; plain, unwrapped text when piped."""
+    from rich.console import Console
+
     out = Console(highlight=False, soft_wrap=True)
     if not out.is_terminal:
         out = Console(highlight=False, soft_wrap=True, width=max(out.width, 200))
@@ -35,11 +45,115 @@ def console() -> Console:
 
 def emit_json(data: Any) -> None:
     """Print JSON for machines."""
+    import orjson
+
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="faultdeck")
+COMMANDS: dict[str, tuple[str, str]] = {
+    "completion": (
+        "faultdeck.cli.completion:completion",
+        "Print the shell completion script for SHELL.",
+    ),
+    "demo": (
+        "faultdeck.demo:command",
+        "The walkthrough on the bundled workshop agent (no network).",
+    ),
+    "diff": (
+        "faultdeck.cli.diff:diff",
+        "Diff the call paths of two cassettes; exit 1 when they diverge.",
+    ),
+    "drift": (
+        "faultdeck.cli.drift:drift",
+        "Run a program live; say what moved since CASSETTE was recorded.",
+    ),
+    "export": (
+        "faultdeck.cli.export:export",
+        "Export a cassette as OpenTelemetry spans (GenAI conventions).",
+    ),
+    "extract": (
+        "faultdeck.cli.extract:extract",
+        "Write one recorded call alone, as a cassette or plain JSON.",
+    ),
+    "fork": (
+        "faultdeck.cli.fork:fork",
+        "Replay CASSETTE's first N calls, then go on live into a new one.",
+    ),
+    "init": (
+        "faultdeck.cli.init:init",
+        "Add a [tool.faultdeck] section and a conftest.py to a project.",
+    ),
+    "mcp": (
+        "faultdeck.cli.mcp:mcp_group",
+        "Serve a recorded MCP session, or record one through a proxy.",
+    ),
+    "record": (
+        "faultdeck.cli.record:record",
+        "Run a program, recording its boundary calls into CASSETTE.",
+    ),
+    "redteam": (
+        "faultdeck.cli.redteam:redteam",
+        "Search fault plans for the smallest that breaks an invariant.",
+    ),
+    "rehearse": (
+        "faultdeck.cli.rehearse:rehearse",
+        "Replay CASSETTE under every fault at every call; judge each run.",
+    ),
+    "replay": (
+        "faultdeck.cli.replay:replay",
+        "Run a program offline against CASSETTE; report what diverged.",
+    ),
+    "resume": (
+        "faultdeck.cli.record:resume",
+        "Finish a killed or failed recording: replay it, then go on live.",
+    ),
+    "scan": (
+        "faultdeck.cli.scan:scan",
+        "Audit cassettes for credential-shaped strings; exit 1 on any.",
+    ),
+    "serve": (
+        "faultdeck.cli.serve:serve",
+        "Serve cassettes over HTTP for SDKs to record or replay through.",
+    ),
+    "show": (
+        "faultdeck.cli.show:show",
+        "Show a cassette's header, its calls, whether it ended cleanly.",
+    ),
+}
+"""Each command: where it is (``module:attribute``) and the line that lists it (which
+``faultdeck --help`` shows whole: at most 64 characters)."""
+
+
+class Commands(click.Group):
+    """A group whose commands (``COMMANDS``) are imported when first named."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attr = COMMANDS[cmd_name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in sorted(COMMANDS.items())])
+
+
+def summary(ctx: click.Context, name: str, limit: int) -> str:
+    """The line that lists command ``name`` of ``ctx``'s group, at most ``limit``
+    characters; for ``faultdeck``'s own commands, their line in ``COMMANDS``, which is
+    shorter, read without importing the command."""
+    group = ctx.command
+    if isinstance(group, Commands):
+        return COMMANDS[name][1]
+    command = group.get_command(ctx, name) if isinstance(group, click.Group) else None
+    return command.get_short_help_str(limit) if command is not None else ""
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(VERSION, prog_name="faultdeck")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -78,6 +192,8 @@ def check_cassette(path: str) -> Recording:
     """Read the cassette a command replays, before any program runs: a missing or corrupt
     one is an input error; one that is not whole is a warning, said here once (the programs
     run on it are told not to say it again)."""
+    from .._cassette.reader import interrupted_warning, load
+
     recording = load(path)
     if recording.interrupted:
         warnings.warn(interrupted_warning(path), CassetteWarning, stacklevel=2)

@@ -10,7 +10,7 @@ from ._common import cli
 SHELLS = ("bash", "zsh", "fish")
 
 
-@cli.command()
+@click.command()
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion(shell: str) -> None:
     """Print the shell completion script for SHELL (click's own, for `faultdeck`).

@@ -13,10 +13,10 @@ from .._cassette.reader import load
 from .._diff.align import diff_recordings
 from .._diff.fork import forked
 from .._diff.render import diff_html, diff_json, diff_text
-from ._common import FORMAT_HELP, Finding, cli, console
+from ._common import FORMAT_HELP, Finding, console
 
 
-@cli.command()
+@click.command()
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False))
 @click.option("--responses", is_flag=True, help="Compare outputs too, not only args.")

@@ -23,14 +23,14 @@ from .._cassette import store
 from .._cassette.reader import load
 from .._diff.drift import Drift, compare_drift, drift_json, drift_text
 from ._child import no_report, run_child
-from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, console, emit_json
 
 ALLOW_ENV = "FAULTDECK_ALLOW_SIDE_EFFECTS"
 """Tells the program's deck whether side-effecting tools may run for real (``1``) or must
 run their stand-in (``0``)."""
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(

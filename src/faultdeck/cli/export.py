@@ -13,7 +13,7 @@ from .._base import config as _config
 from .._cassette.extract import write_new
 from .._cassette.store import is_url
 from .._keys.redact import Redactor
-from ._common import check_cassette, cli
+from ._common import check_cassette
 
 
 def _start_ns(value: str) -> int:
@@ -47,7 +47,7 @@ def default_path(cassette: str) -> str:
     return f"{os.path.splitext(name)[0]}.otlp.json"
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.option("--otel", is_flag=True, help="As OpenTelemetry spans (the one export so far).")
 @click.option(

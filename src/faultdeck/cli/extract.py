@@ -12,7 +12,6 @@ from .._cassette.extract import extract as extract_cassette
 from .._cassette.extract import extract_json, write_new
 from .._cassette.store import is_url
 from .._keys.redact import Redactor
-from ._common import cli
 
 
 def default_path(cassette: str, seq: int, fmt: str) -> str:
@@ -22,7 +21,7 @@ def default_path(cassette: str, seq: int, fmt: str) -> str:
     return f"{root}-seq{seq}.{'json' if fmt == 'json' else 'jsonl'}"
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.option("--seq", type=click.IntRange(min=1), required=True, help="The call to take.")
 @click.option(

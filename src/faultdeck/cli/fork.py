@@ -26,11 +26,11 @@ from .._cassette.writer import partial_path
 from .._deck.fork import AT_ENV, PARENT_ENV, ForkPoint, start_fork
 from .._deck.outage import outage_line
 from ._child import location, no_report, run_child
-from ._common import Finding, cli, console
+from ._common import Finding, console
 from .record import finished
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import click
 
-from ._common import cli
-
 SECTION = """\
 [tool.faultdeck]
 # Every key faultdeck reads, commented out at its default: uncomment a line to change it.
@@ -63,7 +61,7 @@ next:
 """The next three commands: record, replay in pytest, rehearse."""
 
 
-@cli.command()
+@click.command()
 @click.option(
     "--dir",
     "folder",

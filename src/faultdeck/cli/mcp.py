@@ -23,7 +23,7 @@ from .._base import terms
 from .._base.config import Mode
 from .._deck.deck import Deck
 from ..faults import FaultPlan
-from ._common import check_cassette, cli
+from ._common import check_cassette
 from .serve import base_url, bind, check_reach, clean_stop
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ TOKEN_HEADER = "x-faultdeck-token"
 RECORD_MODES = ("record", "once", "append", "resume")
 
 
-@cli.group("mcp")
+@click.group("mcp")
 def mcp_group() -> None:
     """Serve a recorded MCP session as a server, or record one through a proxy.
 

@@ -16,10 +16,10 @@ from .._cassette.reader import load
 from .._cassette.writer import partial_path
 from .._deck.outage import outage_line
 from ._child import no_report, run_child
-from ._common import Finding, cli, console
+from ._common import Finding, console
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -44,7 +44,7 @@ def record(cassette: str, command: tuple[str, ...], mode: str) -> None:
     run_writing(cassette, command, mode)
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def resume(cassette: str, command: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ import click
 import orjson
 
 from .._base.words import plural
-from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, console, emit_json
 from ._progress import meter
 from .rehearse import BeforeTheProgram, entry_policy
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .._rehearse.redteam import Redteam
 
 
-@cli.command(cls=BeforeTheProgram)
+@click.command(cls=BeforeTheProgram)
 @click.argument("cassette", metavar="CASSETTE")
 @click.option(
     "--entrypoint",

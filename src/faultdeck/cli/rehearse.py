@@ -23,7 +23,7 @@ from .._judge.policy import Policy
 from .._rehearse.matrix import Matrix
 from ..faults import FaultPlan
 from ._child import Running, running_options
-from ._common import FORMAT, FORMAT_HELP, Finding, cli, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, Finding, console, emit_json
 from ._progress import meter
 
 
@@ -47,7 +47,7 @@ class BeforeTheProgram(click.Command):
         return [*super().collect_usage_pieces(ctx), "[-- CMD...]"]
 
 
-@cli.command(cls=BeforeTheProgram)
+@click.command(cls=BeforeTheProgram)
 @click.argument("cassettes", metavar="CASSETTE...", nargs=-1, required=True)
 @click.option(
     "--entrypoint",

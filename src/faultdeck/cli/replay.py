@@ -22,11 +22,11 @@ from ._child import (
     run_children,
     running_options,
 )
-from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, cli, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, console, emit_json
 from ._progress import meter
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(

@@ -13,10 +13,10 @@ import click
 from .._base import config as _config
 from .._base.words import plural
 from .._keys.redact import Redactor
-from ._common import FORMAT, FORMAT_HELP, Finding, cli, emit_json
+from ._common import FORMAT, FORMAT_HELP, Finding, emit_json
 
 
-@cli.command()
+@click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 @click.option(

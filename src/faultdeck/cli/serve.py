@@ -13,12 +13,11 @@ import click
 from .._base.config import MODES, Mode
 from ..faults import FaultPlan
 from ..server._config import MAX_BODY
-from ._common import cli
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-@cli.command()
+@click.command()
 @click.option(
     "--cassettes",
     type=click.Path(file_okay=False),

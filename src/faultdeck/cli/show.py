@@ -22,10 +22,10 @@ from .._cassette.store import is_url
 from .._cassette.summary import show_json
 from .._cassette.writer import partial_path
 from .._diff.fork import Link, lineage
-from ._common import FORMAT, FORMAT_HELP, cli, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, console, emit_json
 
 
-@cli.command()
+@click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 def show(cassette: str, fmt: str) -> None:

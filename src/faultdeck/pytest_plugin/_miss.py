@@ -13,9 +13,9 @@ XML). pytest-xdist would carry it from a worker to the controller as that text, 
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
-import sysconfig
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +23,19 @@ from types import FrameType, TracebackType
 from typing import Any, Protocol
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-_LIBRARIES = tuple(
-    sorted(
-        {
-            str(Path(folder).resolve()) + os.sep
-            for name in ("stdlib", "platstdlib", "purelib", "platlib")
-            if (folder := sysconfig.get_paths().get(name))
-        }
-    )
-)
+
+
+@functools.cache
+def _libraries() -> tuple[str, ...]:
+    """The folders Python's and the installed libraries' modules are in (asked once, when
+    a miss is first shown)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    folders = (paths.get(name) for name in ("stdlib", "platstdlib", "purelib", "platlib"))
+    return tuple(sorted({str(Path(folder).resolve()) + os.sep for folder in folders if folder}))
+
+
 HIDDEN = "(faultdeck's and the libraries' frames are hidden; --tb=long or --fulltrace shows them)"
 
 
@@ -167,7 +171,7 @@ def _library(path: str) -> bool:
     if path.startswith("<frozen "):
         return True
     real = os.path.realpath(path)
-    return real.startswith(_PACKAGE) or real.startswith(_LIBRARIES)
+    return real.startswith((_PACKAGE, *_libraries()))
 
 
 def _hides(frame: FrameType) -> bool:
