@@ -11,7 +11,10 @@ after its first event, a tool call whose arguments break their schema inside a 2
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +54,38 @@ def _module(httpx: Any) -> Any:
         ) from None
 
 
+_LIVE: dict[tuple[Any, int, str], Any] = {}
+"""What each HTTP module's transports share in this process, by module, pid (a forked child
+makes its own) and what it is: the sync transport (``HTTPTransport``), the TLS context of
+the async ones (``create_ssl_context``)."""
+_LIVE_LOCK = threading.Lock()
+
+
+def _shared(httpx: Any, make: str) -> Any:
+    key = (httpx, os.getpid(), make)
+    with _LIVE_LOCK:
+        found = _LIVE.get(key)
+        if found is None:
+            found = _LIVE[key] = getattr(httpx, make)()
+            if hasattr(found, "close"):  # its idle connections, closed before Python exits
+                atexit.register(found.close)
+    return found
+
+
+def live_transport(httpx: Any) -> Any:
+    """The live transport every sync ``Transport`` on ``httpx`` shares, made on the first
+    live call in this process: one TLS context (tens of milliseconds to load the system's
+    certificates) and one connection pool for a whole recorded test suite, not one a deck."""
+    return _shared(httpx, "HTTPTransport")
+
+
+def async_live_transport(httpx: Any) -> Any:
+    """A live async transport on ``httpx``'s shared TLS context. Each ``AsyncTransport``
+    has its own: an async pool's connections belong to the event loop that opened them, and
+    a test suite runs a loop a test."""
+    return httpx.AsyncHTTPTransport(verify=_shared(httpx, "create_ssl_context"))
+
+
 class _Base:
     def __init__(
         self,
@@ -65,6 +100,7 @@ class _Base:
         self.stream_timing = stream_timing or deck.latency == "recorded"
         self.httpx = _module(httpx)
         self.inner = transport
+        self.shares_inner = False
         self.keep = KEEP_REQUEST_HEADERS | header_names(keep_headers, "keep_headers")
         self._failures: set[str] = set()
         self._bodies: Mapping[int, bytes] | None = None
@@ -125,8 +161,10 @@ class Transport(_Base, _SyncBases):
     Args:
         deck: the deck.
         httpx: the HTTP module, ``httpx`` (the default) or ``httpx2``.
-        transport: the real transport for live calls; ``httpx.HTTPTransport()`` by default,
-            made only when a call goes live (replay opens no socket).
+        transport: the real transport for live calls. By default the process's one
+            ``httpx.HTTPTransport()``, which every ``Transport`` on the same module shares
+            (its TLS context and connection pool): made when a call first goes live (replay
+            opens no socket), and left open when this transport closes.
         keep_headers: request headers to keep in args (so in the key) besides
             ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``; any case.
         stream_timing: replay streams with their recorded timing on a system clock too
@@ -141,7 +179,7 @@ class Transport(_Base, _SyncBases):
         if step.response is not None:
             return step.response
         if self.inner is None:
-            self.inner = self.httpx.HTTPTransport()
+            self.inner, self.shares_inner = live_transport(self.httpx), True
         try:
             response = self.inner.handle_request(request)
         except Exception as exc:
@@ -156,8 +194,8 @@ class Transport(_Base, _SyncBases):
         return exchange.live_answer(step, response, content)
 
     def close(self) -> None:
-        """Close the real transport, if one was made."""
-        if self.inner is not None:
+        """Close the real transport, if one was given or made (the shared one stays open)."""
+        if self.inner is not None and not self.shares_inner:
             self.inner.close()
 
     def __enter__(self) -> Transport:
@@ -168,7 +206,9 @@ class Transport(_Base, _SyncBases):
 
 
 class AsyncTransport(_Base, _AsyncBases):
-    """``Transport`` for ``httpx.AsyncClient`` and ``httpx2.AsyncClient``; same arguments."""
+    """``Transport`` for ``httpx.AsyncClient`` and ``httpx2.AsyncClient``; same arguments,
+    but for the default live transport: an ``httpx.AsyncHTTPTransport`` of its own (a pool
+    belongs to its event loop) on the process's one TLS context."""
 
     async def handle_async_request(self, request: Any) -> Any:
         """Answer one request: from the cassette, a fault, or the network."""
@@ -178,7 +218,7 @@ class AsyncTransport(_Base, _AsyncBases):
         if step.response is not None:
             return step.response
         if self.inner is None:
-            self.inner = self.httpx.AsyncHTTPTransport()
+            self.inner = async_live_transport(self.httpx)
         try:
             response = await self.inner.handle_async_request(request)
         except Exception as exc:
