@@ -230,3 +230,30 @@ def test_block_network_fails_a_test_that_connects(pytester: pytest.Pytester, ser
         ]
     )
     run(pytester).assert_outcomes(passed=4)
+
+
+# pytest-recording's plugin registers this option, with this dest and meaning.
+RECORDING_PLUGIN = """
+def pytest_addoption(parser):
+    group = parser.getgroup("recording")
+    group.addoption("--block-network", action="store_true", default=False)
+"""
+
+
+@pytest.mark.parametrize("first", ["faultdeck", "pytest_recording"])
+def test_block_network_beside_pytest_recordings_option(
+    pytester: pytest.Pytester, server: int, first: str
+) -> None:
+    """Installed beside pytest-recording, whose plugin registers ``--block-network`` too,
+    pytest starts, whichever plugin loads first, and faultdeck reads that option."""
+    pytester.makepyfile(test_net=CONNECTS.format(port=server))
+    pytester.mkpydir("pytest_recording")
+    pytester.path.joinpath("pytest_recording", "plugin.py").write_text(RECORDING_PLUGIN)
+    run(pytester, "--faultdeck-mode=record").assert_outcomes(passed=4)
+    plugins = ["faultdeck.pytest_plugin", "pytest_recording.plugin"]
+    if first == "pytest_recording":
+        plugins.reverse()
+    order = ["-p", "no:faultdeck", "-p", plugins[0], "-p", plugins[1]]  # loaded in this order
+    result = run(pytester, *order, "--block-network")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*NetworkBlocked: test_net.py::test_connects[[]2[]]*"])

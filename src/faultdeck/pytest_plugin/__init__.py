@@ -21,6 +21,8 @@ them).
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 import warnings
 from collections.abc import Generator, Iterator
@@ -95,12 +97,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail a test that leaves recorded calls unused or replays a cassette older than "
         "max_age",
     )
-    group.addoption(
-        "--block-network",
-        action="store_true",
-        default=False,
-        help="in replay, fail a test that opens a network connection",
-    )
+    # pytest-recording has a --block-network of its own, which means the same: where it is
+    # installed, it registers the option (both registering it stops pytest, whichever
+    # plugin loads first) and faultdeck reads it.
+    if importlib.util.find_spec("pytest_recording") is not None:
+        return
+    with contextlib.suppress(ValueError):  # another plugin registered it first
+        group.addoption(
+            "--block-network",
+            action="store_true",
+            default=False,
+            help="in replay, fail a test that opens a network connection",
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -144,7 +152,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     stale = item.stash.get(STALE_KEY, None)
     if stale is not None:
         pytest.fail(f"faultdeck: --faultdeck-strict: {stale}", pytrace=False)
-    if not (item.config.getoption("--block-network") and _replaying(item)):
+    if not (item.config.getoption("block_network", False) and _replaying(item)):
         return (yield)
     with blocking(item.nodeid):
         return (yield)
