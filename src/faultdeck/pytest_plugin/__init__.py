@@ -318,21 +318,26 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
     item.stash[DECK_KEY] = deck
     item.stash[RESOLVED_KEY] = resolved
     # From set-up to teardown (a miss is raised in the call, the deck closes after it).
-    with terms.speaking(terms.pytest_run(item.nodeid, ci=resolved.ci)):
-        try:
-            deck.open()
-        except CassetteNotFound as exc:
-            item.stash[MISSING_KEY] = exc  # the call fails with it: see pytest_runtest_call
-            yield deck
-            return
-        except CassetteCorrupt as exc:  # bad input: its one line, not a traceback through us
-            pytest.fail(f"faultdeck: {exc}", pytrace=False)
-        try:
-            yield deck
-        finally:
-            # A test that failed while recording leaves a good cassette as it was: the new
-            # recording stays beside it (see Report.kept).
-            deck.close("error" if item.stash.get(FAILED_KEY, False) else "ok")
+    try:
+        with terms.speaking(terms.pytest_run(item.nodeid, ci=resolved.ci)):
+            try:
+                deck.open()
+            except CassetteNotFound as exc:
+                item.stash[MISSING_KEY] = exc  # the call fails with it: see pytest_runtest_call
+                yield deck
+                return
+            except CassetteCorrupt as exc:  # bad input: its one line, not a traceback
+                pytest.fail(f"faultdeck: {exc}", pytrace=False)
+            try:
+                yield deck
+            finally:
+                # A test that failed while recording leaves a good cassette as it was: the
+                # new recording stays beside it (see Report.kept).
+                deck.close("error" if item.stash.get(FAILED_KEY, False) else "ok")
+    finally:
+        # The item, which pytest keeps to the end of the session, lets go of the deck and
+        # the recording it holds.
+        del item.stash[DECK_KEY]
     report = deck.report()
     if not report.ok:
         item.config.stash[SUMMARY_KEY].append(Off.of(item.nodeid, report))
