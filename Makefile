@@ -16,7 +16,7 @@ PYTHONS := 3.11 3.13
 # plugin, compiles its modules again, seconds per process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-pythons lint browser servers bench clean
+.PHONY: demo test test-pythons lint browser servers peers bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,7 @@ lint: $(STAMP)
 # and the browser install side by side first (mostly waiting on downloads and the disk).
 test:
 	$(MAKE) --no-print-directory -j 3 --output-sync=target $(STAMP) $(OTHER_VENVS) browser servers
+	$(MAKE) --no-print-directory peers
 	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -n 2
 	$(MAKE) --no-print-directory test-pythons
@@ -103,8 +104,19 @@ test-pythons: $(OTHER_VENVS)
 	done
 
 # The peers it measures against are in `.[bench]` (and in `.[dev]`, for the lint and the
-# benchmark's smoke test).
-bench: $(STAMP)
+# benchmark's smoke test), but for the pytest plugins the pytest-suite rows measure
+# (pytest-recording, cassetter): each registers --record-mode, as agentcassette in .venv
+# does, and two plugins registering one option stop pytest. They go into
+# .venv-bench-peers/, which those rows put on their children's PYTHONPATH.
+PEERS := .venv-bench-peers/.installed
+
+peers: $(PEERS)
+
+$(PEERS): benchmarks/pytest_suite.py | $(STAMP)
+	$(BIN)/python -m benchmarks --install-peers
+	touch $@
+
+bench: $(STAMP) $(PEERS)
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -1,10 +1,13 @@
-"""``python -m benchmarks [--quick] [--out PATH]``: run every row, print it, write it."""
+"""``python -m benchmarks [--quick] [--out PATH] [--install-peers]``: run every row, print it,
+write it."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from . import pytest_suite
 from ._results import goals_table, render
 from .suite import FULL, QUICK, run
 
@@ -20,7 +23,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=RESULTS, help=f"the results file (default {RESULTS})"
     )
+    parser.add_argument(
+        "--install-peers",
+        action="store_true",
+        help="install the pytest-suite rows' peers from PyPI (outside .venv) and stop",
+    )
     options = parser.parse_args(argv)
+    if options.install_peers:
+        needed, optional = pytest_suite.install_peers()
+        if optional is not None:
+            print(f"python -m benchmarks: warning: cassetter: {optional}", file=sys.stderr)
+        if needed is not None:
+            print(f"python -m benchmarks: pytest-recording: {needed}", file=sys.stderr)
+            return 2
+        return 0
     results = run(QUICK if options.quick else FULL)
     text = render(
         goals=results.goals,

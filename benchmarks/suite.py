@@ -5,14 +5,20 @@ http_replay   1.1-1.10 HTTP replay through httpx: faultdeck, MockTransport floor
 deck_call     2.1,2.4-6 Deck.call replay against the contract floor (floors.py) and a bare
                        sha256 + dict floor; per call at N=100,000 against N=100
 peers         2.2-2.3  Deck.call replay against agenttape, agentcassette, cassette-fn
-loading       3.1-3.2  faultdeck.load of 100,000 calls against orjson per line; the memory a
-                       replaying deck keeps after opening them, over the file's size
+loading       3.1-3.4  faultdeck.load of 100,000 small calls, and of 2,000 ~8 KB chat
+                       completions recorded through the HTTP transport, against orjson per
+                       line; the memory a replaying deck keeps after opening each, over the
+                       file's size
 recording     4.1-4.3  recording against the record contract floor and bare writes
 rehearsal     5.1      fresh one-fault replays per second
 serve         6.1      faultdeck serve replay throughput against a bare Starlette app
 scale         7.1-7.3  rehearse --jobs 2 and on Ray against --jobs 1; replay --repeat --jobs 2
 binary        8.1      HTTP replay of a 5 MB binary answer, the cassette read included, against
                        a floor that reads the line and decodes the body (orjson + base64)
+pytest_suite  9.1-9.3  a 300-test pytest suite (3 openai calls a test) recorded and replayed:
+                       faultdeck against pytest-recording, cassetter and a no-cassette floor
+startup       10.1-10.4 import faultdeck (and a deck) against import vcr; faultdeck --help and
+                       --version against python -c pass; CPU time
 
 The full run is sized to finish in under five minutes on two cores: vcrpy, quadratic in N,
 runs once per size past N=100 and on evenly spaced samples with body matching; the scale
@@ -29,7 +35,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import binary, deck_call, http_replay, loading, peers, recording, rehearsal, scale, serve
+from . import (
+    binary,
+    deck_call,
+    http_replay,
+    loading,
+    peers,
+    pytest_suite,
+    recording,
+    rehearsal,
+    scale,
+    serve,
+    startup,
+)
 from ._results import Goal, machine, table
 from ._timing import Timing
 
@@ -49,6 +67,8 @@ class Sizes:
     serve: serve.Plan
     scale: scale.Plan
     binary: binary.Plan
+    pytest_suite: pytest_suite.Plan
+    startup: startup.Plan
 
 
 FULL = Sizes(
@@ -75,6 +95,8 @@ FULL = Sizes(
     serve=serve.Plan(calls=200, reps=7),
     scale=scale.Plan(calls=3, repeat=6, reps=3),
     binary=binary.Plan(size=5 * 1024 * 1024, reps=25),
+    pytest_suite=pytest_suite.FULL,
+    startup=startup.Plan(reps=21),
 )
 """The sizes the goals speak of."""
 
@@ -104,6 +126,8 @@ QUICK = Sizes(
     serve=serve.Plan(calls=5, reps=1),
     scale=scale.Plan(calls=1, repeat=2, reps=1, ray=False, few=True, heavy=False),
     binary=binary.Plan(size=64 * 1024, reps=1),
+    pytest_suite=pytest_suite.QUICK,
+    startup=startup.Plan(reps=1),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
@@ -138,24 +162,31 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     found_on = machine()
     with tempfile.TemporaryDirectory(prefix="faultdeck-bench-") as tmp:
         workdir = Path(tmp)
-        tell("1/9 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
+        tell("1/11 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
         http = http_replay.run(sizes.http, workdir)
-        tell("2/9 Deck.call replay: contract floor, bare floor, N=100,000")
+        tell("2/11 Deck.call replay: contract floor, bare floor, N=100,000")
         calls = deck_call.run(sizes.calls, workdir)
-        tell("3/9 Deck.call replay: agenttape, agentcassette, cassette-fn")
+        tell("3/11 Deck.call replay: agenttape, agentcassette, cassette-fn")
         peered = peers.run(sizes.peers, workdir)
-        tell(f"4/9 loading a {sizes.load_calls:,}-call cassette, and the memory it keeps")
+        tell(
+            f"4/11 loading a {sizes.load_calls:,}-call cassette and one of ~8 KB answers, "
+            "and the memory they keep"
+        )
         loaded = loading.run(sizes.load_calls, sizes.load_reps, workdir)
-        tell("5/9 recording: contract floor, bare writes")
+        tell("5/11 recording: contract floor, bare writes")
         recorded = recording.run(sizes.record, workdir)
-        tell("6/9 rehearsal throughput")
+        tell("6/11 rehearsal throughput")
         rehearsed = rehearsal.run(sizes.replays, sizes.replay_reps, workdir)
-        tell("7/9 faultdeck serve replay throughput")
+        tell("7/11 faultdeck serve replay throughput")
         served = serve.run(sizes.serve, workdir)
-        tell(f"8/9 replaying a {sizes.binary.size:,}-byte binary answer: faultdeck, floor")
+        tell(f"8/11 replaying a {sizes.binary.size:,}-byte binary answer: faultdeck, floor")
         downloaded = binary.run(sizes.binary, workdir)
-        tell("9/9 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
+        tell("9/11 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
         scaled = scale.run(sizes.scale, workdir)
+        tell("10/11 a pytest suite recorded and replayed: faultdeck, pytest-recording, cassetter")
+        suite = pytest_suite.run(sizes.pytest_suite, workdir)
+        tell("11/11 start-up: import faultdeck, import vcr, faultdeck --help and --version")
+        started_up = startup.run(sizes.startup)
         where = f"{tempfile.gettempdir()} ({_filesystem(workdir)})"
     goals = [
         *http_replay.goals(sizes.http, http),
@@ -168,12 +199,15 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         *serve.goals(sizes.serve, served),
         *scale.goals(scaled),
         *binary.goals(sizes.binary, downloaded),
+        *pytest_suite.goals(suite),
+        *startup.goals(started_up),
     ]
     header, rows = http_replay.details(http)
     details = [
         ("HTTP replay, per call", table(header, rows)),
         ("Deck.call replay against the peers, per call", table(*peers.details(peered))),
         ("faultdeck serve replay, per request", table(*serve.details(served))),
+        ("A pytest suite recorded and replayed", table(*pytest_suite.details(suite))),
     ]
     notes = [
         *_notes(sizes, where, http),
@@ -181,6 +215,8 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         serve.NOTE,
         scale.note(sizes.scale),
         binary.NOTE,
+        pytest_suite.NOTE,
+        startup.NOTE,
     ]
     return Results(goals, details, notes, found_on, time.perf_counter() - started)
 

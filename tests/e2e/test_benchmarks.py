@@ -16,14 +16,17 @@ from tests.support import ROOT
 ROWS = [
     *(f"1.{i}" for i in range(1, 11)),
     *(f"2.{i}" for i in range(1, 7)),
-    "3.1",
-    "3.2",
+    *(f"3.{i}" for i in range(1, 5)),
     "4.1",
     "4.2",
     "4.3",
     "5.1",
     "6.1",
     "8.1",
+    "9.1",
+    "9.2",
+    "9.3",
+    *(f"10.{i}" for i in range(1, 5)),
 ]
 MACHINE = (
     "date",
