@@ -59,9 +59,10 @@ def test_every_listed_command_is_there_when_named() -> None:
     assert all(line.endswith("True") for line in out)
 
 
-def test_a_command_runs_once_named(tmp_path: object) -> None:
+def test_a_command_named_is_the_only_one_imported() -> None:
     out = python(
         "from faultdeck.cli import main; import sys; "
-        "code = main(['show', 'missing.jsonl']); print(code)"
+        "print(main(['show', 'missing.jsonl'])); "
+        "print(sorted(m for m in sys.modules if m.startswith('faultdeck.cli.')))"
     )
-    assert out[-1] == "2"
+    assert out[-2:] == ["2", "['faultdeck.cli._common', 'faultdeck.cli.show']"]

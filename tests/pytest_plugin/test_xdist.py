@@ -240,12 +240,13 @@ def pytest_addoption(parser):
 """
 
 
-@pytest.mark.parametrize("first", ["faultdeck", "pytest_recording"])
+@pytest.mark.parametrize("first", ["faultdeck", "pytest_recording", "faultdeck alone"])
 def test_block_network_beside_pytest_recordings_option(
     pytester: pytest.Pytester, server: int, first: str
 ) -> None:
     """Installed beside pytest-recording, whose plugin registers ``--block-network`` too,
-    pytest starts, whichever plugin loads first, and faultdeck reads that option."""
+    pytest starts, whichever plugin loads first, and faultdeck reads that option; with
+    pytest-recording installed but not loaded, faultdeck's own is there."""
     pytester.makepyfile(test_net=CONNECTS.format(port=server))
     pytester.mkpydir("pytest_recording")
     pytester.path.joinpath("pytest_recording", "plugin.py").write_text(RECORDING_PLUGIN)
@@ -253,7 +254,11 @@ def test_block_network_beside_pytest_recordings_option(
     plugins = ["faultdeck.pytest_plugin", "pytest_recording.plugin"]
     if first == "pytest_recording":
         plugins.reverse()
-    order = ["-p", "no:faultdeck", "-p", plugins[0], "-p", plugins[1]]  # loaded in this order
+    elif first == "faultdeck alone":
+        plugins.pop()
+    order = ["-p", "no:faultdeck"]
+    for plugin in plugins:  # loaded in this order
+        order += ["-p", plugin]
     result = run(pytester, *order, "--block-network")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*NetworkBlocked: test_net.py::test_connects[[]2[]]*"])

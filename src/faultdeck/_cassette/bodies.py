@@ -114,7 +114,10 @@ class KeptBodies(Mapping[int, bytes]):
     def get(self, line: int, default: Any = None) -> Any:
         """The body on ``line``, or ``default`` when none is kept (with no KeyError raised
         and caught: a replay asks so for every answer)."""
-        return self[line] if line in self._kept else default
+        kept = self._kept.get(line)
+        if kept is None:
+            return default
+        return self[line] if type(kept) is dict else kept
 
     def __contains__(self, line: object) -> bool:
         return line in self._kept

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import typing
 
-from .._base.version import VERSION
+from .._base.version import VERSION_LINE
 
 if typing.TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,9 +28,6 @@ if typing.TYPE_CHECKING:
     from ._common import cli
 
 __all__ = ["cli", "entry", "main"]
-
-VERSION_LINE = f"faultdeck, version {VERSION}"
-"""What ``faultdeck --version`` prints (click's own wording, which the group's option uses)."""
 
 
 def __getattr__(name: str) -> object:

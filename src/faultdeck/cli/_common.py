@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._base.errors import CassetteWarning, FaultdeckWarning
-from .._base.version import VERSION
+from .._base.version import VERSION, VERSION_LINE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -153,7 +153,7 @@ def summary(ctx: click.Context, name: str, limit: int) -> str:
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(VERSION, prog_name="faultdeck")
+@click.version_option(VERSION, prog_name="faultdeck", message=VERSION_LINE)
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

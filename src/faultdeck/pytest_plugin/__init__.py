@@ -97,13 +97,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail a test that leaves recorded calls unused or replays a cassette older than "
         "max_age",
     )
-    # pytest-recording has a --block-network of its own, which means the same: where it is
-    # installed, it registers the option (both registering it stops pytest, whichever
-    # plugin loads first) and faultdeck reads it.
+    if importlib.util.find_spec("pytest_recording") is None:
+        _add_block_network(parser)
+    # Else it is added once every plugin is loaded, unless pytest-recording was.
+
+
+def pytest_load_initial_conftests(parser: pytest.Parser) -> None:
+    """``--block-network`` where pytest-recording is installed: its plugin has a
+    ``--block-network`` of its own, which means the same, and two plugins registering one
+    option stop pytest, whichever loads first. Now that every plugin but the conftests is
+    loaded, faultdeck adds it if pytest-recording's plugin did not (``-p no:recording``)."""
     if importlib.util.find_spec("pytest_recording") is not None:
-        return
-    with contextlib.suppress(ValueError):  # another plugin registered it first
-        group.addoption(
+        _add_block_network(parser)
+
+
+def _add_block_network(parser: pytest.Parser) -> None:
+    """Register ``--block-network``, unless another plugin has (faultdeck reads theirs)."""
+    with contextlib.suppress(ValueError):
+        parser.getgroup("faultdeck").addoption(
             "--block-network",
             action="store_true",
             default=False,
