@@ -66,6 +66,8 @@ RESOLVED_KEY = pytest.StashKey[Resolved]()
 MISSING_KEY = pytest.StashKey[CassetteNotFound]()
 STALE_KEY = pytest.StashKey[str]()
 FAILED_KEY = pytest.StashKey[bool]()
+OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
+SETTINGS_KEY = pytest.StashKey[dict[Path, Settings]]()
 _SERIALIZED = "faultdeck_miss"
 """The key of a ``MissReport``'s data in a serialized report's ``longrepr``."""
 _CONCISE = ("auto", "short", "line")
@@ -136,11 +138,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _options(config: pytest.Config) -> dict[str, Any]:
-    return {
-        "mode": config.getoption("--faultdeck-mode"),
-        "faults": config.getoption("--faultdeck-faults"),
-        "strict": config.getoption("--faultdeck-strict"),
-    }
+    """The plugin's options on the command line, read once per session."""
+    options = config.stash.get(OPTIONS_KEY, None)
+    if options is None:
+        options = config.stash[OPTIONS_KEY] = {
+            "mode": config.getoption("--faultdeck-mode"),
+            "faults": config.getoption("--faultdeck-faults"),
+            "strict": config.getoption("--faultdeck-strict"),
+        }
+    return options
+
+
+def _settings(config: pytest.Config, folder: Path) -> Settings:
+    """The project settings of the tests in ``folder``, read once per folder and session
+    (as pytest reads its own ini file once)."""
+    known = config.stash.setdefault(SETTINGS_KEY, {})
+    settings = known.get(folder)
+    if settings is None:
+        settings = known[folder] = load_settings(folder)
+    return settings
 
 
 def _marker(item: pytest.Item) -> dict[str, Any]:
@@ -189,8 +205,9 @@ def pytest_runtest_makereport(
 
 def _fail_outage(report: pytest.TestReport, deck: Deck) -> None:
     """Fail a test whose recording met an outage: live calls got no answer, so the deck
-    keeps the cassette it records over (closed here, its body being over, to say where)."""
-    if not deck.report().unanswered:
+    keeps the cassette it records over (closed here, its body being over, to say where).
+    A replay makes no live call."""
+    if deck.active_mode == "replay" or not deck.report().unanswered:
         return
     deck.close()
     report.outcome = "failed"
@@ -289,9 +306,8 @@ def deck(
     yield from _deck(item, faultdeck_config, virtual_clock)
 
 
-def _check_age(item: pytest.Item, resolved: Resolved, settings: Settings) -> None:
+def _check_age(item: pytest.Item, resolved: Resolved, settings: Settings, record: str) -> None:
     """``max_age``: warn of a stale cassette, or (strict) fail the test's call with it."""
-    record = terms.pytest_run(item.nodeid, ci=resolved.ci).record
     stale = stale_message(resolved.cassette, settings, mode=resolved.mode, record=record)
     if stale is None:
         return
@@ -302,21 +318,23 @@ def _check_age(item: pytest.Item, resolved: Resolved, settings: Settings) -> Non
 
 
 def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
-    test_path = Path(str(item.path))
+    test_path = item.path
+    test_dir = test_path.parent
     try:
-        settings = load_settings(test_path.parent)
+        settings = _settings(item.config, test_dir)
         default = default_cassette(test_path, item.nodeid, settings)
         resolved = resolve(
             option=_options(item.config),
             marker=_marker(item),
             config=config,
             default_cassette=default,
-            test_dir=test_path.parent,
+            test_dir=test_dir,
             ci=bool(os.environ.get("CI")),
         )
     except ConfigError as exc:
         pytest.fail(f"faultdeck: {exc}", pytrace=False)
-    _check_age(item, resolved, settings)
+    test_terms = terms.pytest_run(item.nodeid, ci=resolved.ci)
+    _check_age(item, resolved, settings, test_terms.record)
     deck = Deck(
         resolved.cassette,
         mode=resolved.mode,
@@ -330,7 +348,7 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
     item.stash[RESOLVED_KEY] = resolved
     # From set-up to teardown (a miss is raised in the call, the deck closes after it).
     try:
-        with terms.speaking(terms.pytest_run(item.nodeid, ci=resolved.ci)):
+        with terms.speaking(test_terms):
             try:
                 deck.open()
             except CassetteNotFound as exc:

@@ -89,7 +89,9 @@ def resolve(
     mode = check_choice("faultdeck mode", pick("mode", "replay"), MODES)
     if ci and mode in _NEVER_RECORD_IN_CI:
         mode = "replay"  # with CI set a miss, or a missing cassette, fails instead of recording
-    cassette = Path(pick("cassette", default_cassette))
+    cassette = pick("cassette", default_cassette)
+    if cassette is not default_cassette:
+        cassette = Path(cassette)
     if not cassette.is_absolute():
         cassette = test_dir / cassette
     return Resolved(
@@ -135,7 +137,8 @@ def default_cassette(test_path: Path, nodeid: str, settings: Settings) -> Path:
     under the project's ``cassette_dir``."""
     name = cassette_name(nodeid)
     if settings.cassette_dir is None:
-        return test_path.parent / "cassettes" / test_path.stem / name
+        folder, file = os.path.split(test_path)
+        return Path(folder, "cassettes", os.path.splitext(file)[0], name)
     root = Path(settings.root)
     try:
         below = test_path.resolve().relative_to(root.resolve()).with_suffix("")
