@@ -19,6 +19,8 @@ pytest_suite  9.1-9.3  a 300-test pytest suite (3 openai calls a test) recorded 
                        faultdeck against pytest-recording, cassetter and a no-cassette floor
 startup       10.1-10.4 import faultdeck (and a deck) against import vcr; faultdeck --help and
                        --version against python -c pass; CPU time
+attach        11.1-11.2 a child's start under the bootstrap against without it; replay through
+                       an intercepted client against fd.http.Transport
 
 The full run is sized to finish in under five minutes on two cores: vcrpy, quadratic in N,
 runs once per size past N=100 and on evenly spaced samples with body matching; the scale
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import (
+    attach,
     binary,
     deck_call,
     http_replay,
@@ -69,6 +72,7 @@ class Sizes:
     binary: binary.Plan
     pytest_suite: pytest_suite.Plan
     startup: startup.Plan
+    attach: attach.Plan
 
 
 FULL = Sizes(
@@ -97,6 +101,7 @@ FULL = Sizes(
     binary=binary.Plan(size=5 * 1024 * 1024, reps=25),
     pytest_suite=pytest_suite.FULL,
     startup=startup.Plan(reps=21),
+    attach=attach.Plan(starts=15, calls=500, reps=25),
 )
 """The sizes the goals speak of."""
 
@@ -128,6 +133,7 @@ QUICK = Sizes(
     binary=binary.Plan(size=64 * 1024, reps=1),
     pytest_suite=pytest_suite.QUICK,
     startup=startup.Plan(reps=1),
+    attach=attach.Plan(starts=1, calls=5, reps=1),
 )
 """Tiny sizes: every row runs, in seconds; the figures mean nothing."""
 
@@ -162,31 +168,33 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
     found_on = machine()
     with tempfile.TemporaryDirectory(prefix="faultdeck-bench-") as tmp:
         workdir = Path(tmp)
-        tell("1/11 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
+        tell("1/12 HTTP replay: faultdeck, floor, agenttape and vcrpy (vcrpy is slow)")
         http = http_replay.run(sizes.http, workdir)
-        tell("2/11 Deck.call replay: contract floor, bare floor, N=100,000")
+        tell("2/12 Deck.call replay: contract floor, bare floor, N=100,000")
         calls = deck_call.run(sizes.calls, workdir)
-        tell("3/11 Deck.call replay: agenttape, agentcassette, cassette-fn")
+        tell("3/12 Deck.call replay: agenttape, agentcassette, cassette-fn")
         peered = peers.run(sizes.peers, workdir)
         tell(
-            f"4/11 loading a {sizes.load_calls:,}-call cassette and one of ~8 KB answers, "
+            f"4/12 loading a {sizes.load_calls:,}-call cassette and one of ~8 KB answers, "
             "and the memory they keep"
         )
         loaded = loading.run(sizes.load_calls, sizes.load_reps, workdir)
-        tell("5/11 recording: contract floor, bare writes")
+        tell("5/12 recording: contract floor, bare writes")
         recorded = recording.run(sizes.record, workdir)
-        tell("6/11 rehearsal throughput")
+        tell("6/12 rehearsal throughput")
         rehearsed = rehearsal.run(sizes.replays, sizes.replay_reps, workdir)
-        tell("7/11 faultdeck serve replay throughput")
+        tell("7/12 faultdeck serve replay throughput")
         served = serve.run(sizes.serve, workdir)
-        tell(f"8/11 replaying a {sizes.binary.size:,}-byte binary answer: faultdeck, floor")
+        tell(f"8/12 replaying a {sizes.binary.size:,}-byte binary answer: faultdeck, floor")
         downloaded = binary.run(sizes.binary, workdir)
-        tell("9/11 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
+        tell("9/12 parallel rehearsals and replays: --jobs 1, --jobs 2, Ray")
         scaled = scale.run(sizes.scale, workdir)
-        tell("10/11 a pytest suite recorded and replayed: faultdeck, pytest-recording, cassetter")
+        tell("10/12 a pytest suite recorded and replayed: faultdeck, pytest-recording, cassetter")
         suite = pytest_suite.run(sizes.pytest_suite, workdir)
-        tell("11/11 start-up: import faultdeck, import vcr, faultdeck --help and --version")
+        tell("11/12 start-up: import faultdeck, import vcr, faultdeck --help and --version")
         started_up = startup.run(sizes.startup)
+        tell("12/12 attaching: a child's start under the bootstrap, an intercepted replay")
+        attached = attach.run(sizes.attach, workdir)
         where = f"{tempfile.gettempdir()} ({_filesystem(workdir)})"
     goals = [
         *http_replay.goals(sizes.http, http),
@@ -201,6 +209,7 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         *binary.goals(sizes.binary, downloaded),
         *pytest_suite.goals(suite),
         *startup.goals(started_up),
+        *attach.goals(attached),
     ]
     header, rows = http_replay.details(http)
     details = [
@@ -217,6 +226,7 @@ def run(sizes: Sizes, *, say: Callable[[str], None] | None = None) -> Results:
         binary.NOTE,
         pytest_suite.NOTE,
         startup.NOTE,
+        attach.NOTE,
     ]
     return Results(goals, details, notes, found_on, time.perf_counter() - started)
 

@@ -80,6 +80,8 @@ def test_every_stage_exists_and_every_module_is_placed() -> None:
     edges = sorted({m.split(".")[1] for m in MODULES if "." in m and stage(m) == EDGE})
     assert edges == [
         "__main__",
+        "_bootstrap",
+        "attach",
         "cli",
         "config",
         "demo",

@@ -91,6 +91,7 @@ if _typing.TYPE_CHECKING:
     from ._rehearse.inprocess import rehearse
     from ._rehearse.matrix import Matrix
     from ._rehearse.redteam import Redteam, redteam
+    from .attach import intercept
     from .faults import Fault, FaultPlan
 
 # Every other name is imported when first read (the package's ``__getattr__``), so that importing
@@ -99,6 +100,7 @@ if _typing.TYPE_CHECKING:
 # what a deck needs to open and answer, and no more: not the HTTP edge, the diffs, the
 # rehearsals or their renderings. Each module below names what it gives (None: the module).
 _FROM: dict[str, tuple[str | None, ...]] = {
+    "faultdeck.attach": ("intercept",),
     "faultdeck.config": (None,),
     "faultdeck.faults": (None, "Fault", "FaultPlan"),
     "faultdeck.http": (None,),
@@ -199,6 +201,7 @@ __all__ = [
     "extract_json",
     "faults",
     "http",
+    "intercept",
     "load",
     "redteam",
     "rehearse",

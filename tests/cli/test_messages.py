@@ -106,17 +106,20 @@ def test_one_call_is_one_call(tmp_path: Path, agent: list[str]) -> None:
     assert "ended cleanly: 1 call\n" in shown.stdout
 
 
-def test_a_program_that_fails_before_its_deck_says_why(tmp_path: Path) -> None:
+def test_a_program_that_fails_at_once_records_nothing_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(
-        "import faultdeck\nraise RuntimeError('the agent could not read its prompts')\n"
+        "raise RuntimeError('the agent could not read its prompts')\n"
     )
     done = run("record", "run.jsonl", "--", sys.executable, "broken.py", cwd=tmp_path)
     assert done.returncode == 1
-    assert "failed (exit 1) before its deck wrote a report" in done.stdout
-    assert "RuntimeError: the agent could not read its prompts" in done.stdout
-    assert "does it create its deck" not in done.stdout
-    # Its stderr still reached the terminal as it ran.
-    assert "Traceback" in done.stderr
+    assert "recorded 0 calls (0 live) into run.jsonl" in done.stdout
+    assert "the program exited with 1" in done.stdout
+    recording = fd.load(tmp_path / "run.jsonl")
+    assert recording.entries == ()
+    assert recording.end is not None
+    assert recording.end["status"] == "error"
+    # Its stderr reached the terminal as it ran.
+    assert "RuntimeError: the agent could not read its prompts" in done.stderr
 
 
 def test_a_locked_cassette_is_said_in_its_own_words(
@@ -125,25 +128,32 @@ def test_a_locked_cassette_is_said_in_its_own_words(
     with filelock.FileLock(f"{recorded}.lock", timeout=0):  # another recording holds it
         done = run("record", "run.jsonl", "--", *agent, cwd=tmp_path)
     assert done.returncode == 1
-    assert "before its deck wrote a report" in done.stdout
-    assert "CassetteLocked" in done.stdout
-    assert "does it create its deck" not in done.stdout
+    assert "failed (exit 2) before its deck wrote a report" in done.stdout
+    assert "run.jsonl.lock is held); wait for that run to finish" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_a_bad_project_setting_is_said_in_its_own_words(tmp_path: Path, agent: list[str]) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.faultdeck]\ndurability = "sometimes"\n')
     done = run("record", "run.jsonl", "--", *agent, cwd=tmp_path)
     assert done.returncode == 1
-    assert "ConfigError" in done.stdout
-    assert "durability" in done.stdout
+    assert "durability 'sometimes' is not one of: flush, fsync" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_program_without_a_deck_is_asked_about_from_env(tmp_path: Path) -> None:
+def test_a_program_its_python_ran_without_the_bootstrap_is_asked_about_it(tmp_path: Path) -> None:
     (tmp_path / "plain.py").write_text("print('hello')\n")
-    done = run("record", "run.jsonl", "--", sys.executable, "plain.py", cwd=tmp_path)
+    done = run("record", "run.jsonl", "--", sys.executable, "-I", "plain.py", cwd=tmp_path)
     assert done.returncode == 1
     assert "exited 0 but wrote no faultdeck report" in done.stdout
-    assert "fd.Deck.from_env()" in done.stdout
+    assert "without faultdeck's bootstrap (python -I or -S skip it)" in done.stdout
+
+
+def test_a_plain_program_records_with_no_faultdeck_in_it(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("print('hello')\n")
+    done = run("record", "run.jsonl", "--", sys.executable, "plain.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == "hello\nrecorded 0 calls (0 live) into run.jsonl\n"
 
 
 def test_a_truncated_last_line_is_one_warning_line(

@@ -54,6 +54,7 @@ _KEYS = {
     "public_env": list,
     "durability": str,
     "max_age": str,
+    "intercept": bool,
 }
 
 
@@ -78,6 +79,8 @@ class Settings:
         durability: ``flush`` or ``fsync``.
         max_age: how long ago a cassette may have been last committed before it is stale
             (``"90d"``, ``"12h"``, ``"2w"``), as written; ``None`` when unset.
+        intercept: the pytest plugin routes the HTTP clients a test's code makes through
+            its deck (``fd.intercept``), with no client wiring.
         source: the pyproject file the settings came from, if any.
     """
 
@@ -92,6 +95,7 @@ class Settings:
     public_env: tuple[str, ...] = ()
     durability: Durability = "flush"
     max_age: str | None = None
+    intercept: bool = False
     source: str | None = None
 
     def rules(self) -> dict[str, Callable[[Any], Any]]:
@@ -185,6 +189,7 @@ def _load(pyproject: str, _mtime: int) -> Settings:
             f"{where}: durability", table.get("durability", "flush"), DURABILITIES
         ),
         max_age=_max_age(table.get("max_age"), where),
+        intercept=table.get("intercept", False),
         source=pyproject,
     )
 

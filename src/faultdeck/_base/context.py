@@ -1,6 +1,7 @@
 """Context variables: the step a call belongs to, so that the deck can label calls without
 the loop passing the label through every layer (threads and tasks each see their own), and
-the idempotency key of the side-effecting call that is running."""
+the idempotency key of the side-effecting call that is running, and whether a request on
+its way out is one a deck already decided."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from typing import Any
 
 _STEP: ContextVar[Any] = ContextVar("faultdeck_step", default=None)
 _IDEMPOTENCY_KEY: ContextVar[str | None] = ContextVar("faultdeck_idempotency_key", default=None)
+THROUGH_DECK: ContextVar[bool] = ContextVar("faultdeck_through_deck", default=False)
+"""True while a request goes to the network that a deck has already decided (a live call it
+records), or that faultdeck itself makes (a cassette in a store): the clients that
+``fd.intercept`` routes let such a request pass, so that no call is recorded twice."""
 
 
 class step:  # lower-case: used as a function, ``with fd.step("plan"):``

@@ -8,6 +8,7 @@ reads them, and at exit the deck writes its report where ``FAULTDECK_REPORT`` sa
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import traceback
 import warnings
@@ -56,17 +57,59 @@ class _EnvDeck(Protocol):
 
 
 def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) -> D:
-    """The body of ``Deck.from_env``: build, open, and close at exit.
+    """The body of ``Deck.from_env``: build and open (``built_from_env``), and close at exit.
+
+    When ``FAULTDECK_TERMS`` says the command line runs this program, its hints name the
+    commands and a replay miss that ends the program is shown without faultdeck's frames.
+    At exit the deck is closed (``error`` when an exception ended the program) and its
+    report written where ``FAULTDECK_REPORT`` says.
+
+    One deck per process and cassette: a later call returns the deck the first one made
+    (under the command line, the one the bootstrap made for the program), so that a
+    program's calls are recorded once, by one writer.
+    """
+    made = _MADE.get((os.getpid(), env.get("FAULTDECK_CASSETTE")))
+    if made is not None:
+        return cast(D, made)
+    said = terms.from_env(env)
+    if said is not None:  # the command line runs this program: hints name its commands
+        terms.use(said)
+        sys.excepthook = _misses_first(sys.excepthook)
+    deck = built_from_env(cls, env, kwargs)
+    report_path = env.get("FAULTDECK_REPORT")
+
+    def finish() -> None:
+        # An unhandled exception reached the top: the run ended, but not well.
+        failed = getattr(sys, "last_value", None) is not None
+        write_report(deck, "error" if failed else "ok", report_path)
+
+    atexit.register(finish)
+    _MADE[(os.getpid(), env.get("FAULTDECK_CASSETTE"))] = deck
+    return deck
+
+
+_MADE: dict[tuple[int, str | None], Any] = {}
+"""The deck ``deck_from_env`` made, by process (a forked child makes its own) and cassette."""
+
+
+def built_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) -> D:
+    """The deck the ``FAULTDECK_*`` variables in ``env`` describe, opened; nothing else is
+    touched (no exit hook, no ``sys.excepthook``, no global terms), so that the command line
+    can serve a deck itself for a program that is not Python.
 
     Reads ``FAULTDECK_CASSETTE`` (required), ``FAULTDECK_MODE``, ``FAULTDECK_FAULTS`` (a
     fault plan file), ``FAULTDECK_CLOCK`` (``virtual`` for a clock that never waits),
-    ``FAULTDECK_REPORT`` (where to write the JSON report when the process exits) and
     ``FAULTDECK_DEFER_REPLACE`` (``1``: a fresh recording stays beside the cassette when
     the run ends, for ``faultdeck record`` to move once the program exits 0), and for
     ``FAULTDECK_MODE=fork`` ``FAULTDECK_FORK_PARENT`` and ``FAULTDECK_FORK_AT`` (the
     ``parent`` and ``at`` that ``faultdeck fork`` sets), and ``FAULTDECK_ALLOW_SIDE_EFFECTS``
     (``0``: side effects run their stand-ins whatever the program passes, as
-    ``faultdeck drift`` asks; ``1``: they may run).
+    ``faultdeck drift`` asks; ``1``: they may run). With ``FAULTDECK_TERMS`` set, opening
+    warns in one line each (``FAULTDECK_CASSETTE_CHECKED=1``: not of what the command said
+    of the cassette already). ``FAULTDECK_REPORT`` is ``write_report``'s to use.
+
+    Raises:
+        ConfigError: ``FAULTDECK_CASSETTE`` is not set, or a value is not valid.
     """
     fork_from_env(env, kwargs)
     cassette = env.get("FAULTDECK_CASSETTE")
@@ -75,10 +118,6 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
             "FAULTDECK_CASSETTE is not set; set it to the cassette path "
             "(faultdeck record/replay set it for the program they run)"
         )
-    said = terms.from_env(env)
-    if said is not None:  # the command line runs this program: hints name its commands
-        terms.use(said)
-        sys.excepthook = _misses_first(sys.excepthook)
     plan_path = env.get("FAULTDECK_FAULTS")
     if plan_path and "faults" not in kwargs:
         kwargs["faults"] = FaultPlan.load(plan_path)
@@ -96,21 +135,20 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
     elif allow == "1":
         kwargs.setdefault("allow_side_effects", True)
     deck = cls(cassette, mode=env.get("FAULTDECK_MODE") or None, environ=env, **kwargs)  # type: ignore[call-arg]
-    report_path = env.get("FAULTDECK_REPORT")
-    if said is None:
+    if terms.from_env(env) is None:
         deck.open()
     else:
         _open_quietly(deck, checked=env.get("FAULTDECK_CASSETTE_CHECKED") == "1")
-
-    def finish() -> None:
-        # An unhandled exception reached the top: the run ended, but not well.
-        deck.close("error" if getattr(sys, "last_value", None) is not None else "ok")
-        if report_path:
-            with open(report_path, "wb") as fh:
-                fh.write(orjson.dumps(deck.report().to_dict(), option=orjson.OPT_INDENT_2))
-
-    atexit.register(finish)
     return deck
+
+
+def write_report(deck: _Deck, status: str, report_path: str | None) -> None:
+    """Close ``deck`` as ``status`` (``ok`` or ``error``) and write its report as JSON to
+    ``report_path`` (``FAULTDECK_REPORT``), if given: what the commands read back."""
+    deck.close(status)
+    if report_path:
+        with open(report_path, "wb") as fh:
+            fh.write(orjson.dumps(deck.report().to_dict(), option=orjson.OPT_INDENT_2))
 
 
 def _misses_first(

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     import asyncio
 
 TURN_WAIT = 2.0
-"""How long (seconds) a resumed call ahead of the recording waits for the calls before it."""
+"""How long (seconds) a resumed call ahead of the recording waits for the calls before it,
+in real time (``time.perf_counter``: a program whose time follows a virtual clock reads
+``time.monotonic`` from it)."""
 
 _POLL = 0.002  # how often ``catch_up`` looks again (seconds)
 
@@ -94,9 +96,9 @@ class Turns:
             return False  # nobody else could ask for the calls before it
         if self._turn is None:
             self._turn = threading.Condition(self._lock)
-        deadline = time.monotonic() + TURN_WAIT
+        deadline = time.perf_counter() + TURN_WAIT
         while early:
-            left = deadline - time.monotonic()
+            left = deadline - time.perf_counter()
             if left <= 0:
                 raise self._miss(call, early)  # still ahead: a divergence after all
             self._turn.wait(left)
@@ -106,7 +108,7 @@ class Turns:
     async def catch_up(self, call: Call) -> None:
         """Wait, without blocking the loop, until the recorded calls before ``call`` were
         asked; else raise its ``ReplayMiss``."""
-        deadline = time.monotonic() + TURN_WAIT
+        deadline = time.perf_counter() + TURN_WAIT
         with self._lock:
             early = self._before(call.seq)
         while True:
@@ -115,7 +117,7 @@ class Turns:
                 if not early:
                     call._behind = False
                     return
-                if time.monotonic() >= deadline:
+                if time.perf_counter() >= deadline:
                     raise self._miss(call, early)
             await _sleep(_POLL)
 

@@ -1,6 +1,7 @@
 """The fault matrix for any program: each cell runs the command in a subprocess.
 
-The program creates its deck with ``fd.Deck.from_env()``; each run gets the cassette in
+A Python program gets its deck from the bootstrap (``_base/bootstrap.py``), whatever its
+code (one that calls ``fd.Deck.from_env()`` gets the same deck); each run gets the cassette in
 replay mode, its fault plan, a virtual clock and a report file. A program cannot hand back
 its outcomes, so a cell is judged on its deck's call log and waits (call budget, bounded
 waiting, no early retry, committed streams), its misses and its exit code. A run killed by
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._base.bootstrap import bootstrapped
 from .._base.clock import VirtualClock
 from .._base.errors import ConfigError
 from .._deck.report import CallRecord
@@ -90,7 +92,7 @@ def rehearse_command(
             raise ConfigError(
                 f"the clean replay of {path} with {' '.join(command)} {why} "
                 f"({clean.ending()}); re-record the cassette, and check that the program "
-                "uses fd.Deck.from_env()"
+                "runs on a Python with faultdeck installed (the bootstrap gives it its deck)"
             )
         calls = _calls(clean.report)
         positions = positions_of(calls)
@@ -198,8 +200,8 @@ def _run(
     cwd: str | None = None,
 ) -> _Ran:
     report = os.path.join(folder, f"{name}.report.json")
-    env = dict(
-        os.environ,
+    env = bootstrapped(os.environ)
+    env.update(
         FAULTDECK_CASSETTE=cassette,
         FAULTDECK_MODE="replay",
         FAULTDECK_CLOCK="virtual",

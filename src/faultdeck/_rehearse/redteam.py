@@ -119,7 +119,7 @@ def redteam(
         cassette: the golden cassette.
         entrypoint: ``"package.module:function"`` or the function, taking ``(deck, clock)``
             and returning the outcomes; or ``None`` with ``command``.
-        command: a program that makes its deck with ``fd.Deck.from_env()``, judged as
+        command: a program (its deck from the bootstrap, or ``fd.Deck.from_env()``), judged as
             ``rehearse_command`` judges a cell (its outcomes, and so partial work and
             determinism, out of reach).
         budget: the most plans replayed, shrinking included.
@@ -210,8 +210,8 @@ def _command_judge(
     if clean.report is None or clean.code != 0 or clean.report["misses"]:
         raise ConfigError(
             f"the clean replay of {path} with {' '.join(command)} does not replay "
-            f"({clean.ending()}); re-record the cassette, and check that the program uses "
-            "fd.Deck.from_env()"
+            f"({clean.ending()}); re-record the cassette, and check that the program runs "
+            "on a Python with faultdeck installed (the bootstrap gives it its deck)"
         )
     calls = _calls(clean.report)
     runs = [0]

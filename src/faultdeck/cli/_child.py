@@ -1,16 +1,19 @@
 """How the commands run programs: a child process under a deck, and what it reports.
 
-``record`` and ``replay`` run the user's program with ``FAULTDECK_*`` set (its deck comes
-from ``fd.Deck.from_env()``), read back the JSON report it writes when it exits, and print
-it; ``run_children`` runs many at once (``replay --repeat --jobs``); ``first_difference``
-finds where repeated replays part ways.
+``record`` and ``replay`` run the user's program with ``FAULTDECK_*`` set (a Python program
+gets its deck from the bootstrap, whatever its code; another is served through a proxy),
+read back the JSON report its deck writes when it exits, and print it; ``run_children``
+runs many at once (``replay --repeat --jobs``); ``first_difference`` finds where repeated
+replays part ways.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,8 +29,10 @@ import orjson
 from rich.console import Console
 
 from .._base import terms
+from .._base.bootstrap import bootstrapped
 from .._base.words import plural
 from .._rehearse.matrix import Executor
+from ._foreign import foreign_deck, is_python
 
 TAIL = 40
 """How many of the program's last stderr lines are kept, to say why it failed."""
@@ -130,27 +135,38 @@ def run_child(
             FAULTDECK_TERMS=terms.current().to_env(),
             **(extra or {}),
         )
-        try:
-            child = subprocess.Popen(
-                list(command),
-                env=env,
-                stdout=subprocess.DEVNULL if capture else None,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-            )
-        except FileNotFoundError:
-            raise click.UsageError(f"no such program: {command[0]}") from None
-        except PermissionError:
-            raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
-        tail: deque[str] = deque(maxlen=TAIL)
-        assert child.stderr is not None
-        with child:
-            for line in child.stderr:  # only stderr is piped: reading it cannot deadlock
-                if not capture:
-                    sys.stderr.write(line)
-                    sys.stderr.flush()
-                tail.append(line)
+        # A program that is not Python cannot open its deck: it is served here, through a
+        # proxy its SDKs' base-URL variables point at (docs/cli.md). One that cannot be found
+        # fails to start before any deck is opened, as a Python one does.
+        foreign = not is_python(command) and shutil.which(command[0]) is not None
+        if not foreign:  # its deck is built in it at start-up, whatever its code (docs/attach.md)
+            env = bootstrapped(env)
+        with foreign_deck(env) if foreign else contextlib.nullcontext() as served:
+            if served is not None:
+                env.update(served.env)
+            try:
+                child = subprocess.Popen(
+                    list(command),
+                    env=env,
+                    stdout=subprocess.DEVNULL if capture else None,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    errors="replace",
+                )
+            except FileNotFoundError:
+                raise click.UsageError(f"no such program: {command[0]}") from None
+            except PermissionError:
+                raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
+            tail: deque[str] = deque(maxlen=TAIL)
+            assert child.stderr is not None
+            with child:
+                for line in child.stderr:  # only stderr is piped: reading it cannot deadlock
+                    if not capture:
+                        sys.stderr.write(line)
+                        sys.stderr.flush()
+                    tail.append(line)
+            if served is not None:
+                served.finish(child.returncode)
         report = None
         if os.path.exists(report_path):
             report = orjson.loads(Path(report_path).read_bytes())
@@ -199,7 +215,7 @@ def run_children(
 
 def no_report(command: Sequence[str], code: int, stderr: str) -> str:
     """Why ``command`` ran but its deck wrote no report: its own failure, in its last lines,
-    or no deck from ``fd.Deck.from_env()``."""
+    or a Python that ran without faultdeck's bootstrap."""
     program = shlex.join(command)
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     if code != 0 and lines:
@@ -208,15 +224,16 @@ def no_report(command: Sequence[str], code: int, stderr: str) -> str:
             f"{program} failed (exit {code}) before its deck wrote a report; "
             f"its last lines:\n{shown}"
         )
+    why = (
+        "did its Python run without faultdeck's bootstrap (python -I or -S skip it)? Run "
+        "it plainly, or give it a deck itself with fd.Deck.from_env()"
+    )
     if code != 0:
         return (
             f"{program} exited with {code} and wrote no faultdeck report, nor anything on "
-            "stderr; does it create its deck with fd.Deck.from_env()?"
+            f"stderr; {why}"
         )
-    return (
-        f"{program} exited 0 but wrote no faultdeck report: does it create its deck with "
-        "fd.Deck.from_env()?"
-    )
+    return f"{program} exited 0 but wrote no faultdeck report: {why}"
 
 
 def print_replays(

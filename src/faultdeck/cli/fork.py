@@ -52,9 +52,9 @@ from .record import finished
 def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
     """Replay CASSETTE's first N calls, then run live and record into a new cassette.
 
-    The program creates its deck with fd.Deck.from_env(). Calls 1 to N must match
-    CASSETTE as a replay matches them (a miss fails the run); from N+1 every call runs
-    live. NEW starts with CASSETTE's calls 1 to N, so it replays on its own, and its
+    The program needs no faultdeck in it: a Python one gets its deck at start-up. Calls
+    1 to N must match CASSETTE as a replay matches them (a miss fails the run); from N+1
+    every call runs live. NEW starts with CASSETTE's calls 1 to N, so it replays on its own, and its
     header names CASSETTE and N: `faultdeck diff CASSETTE NEW` compares from the fork
     point, `faultdeck show NEW` draws the lineage. CASSETTE is never written; an existing
     NEW is replaced only when the program exits 0.

@@ -27,6 +27,7 @@ SECTION = """\
 # redact_patterns = {}        # more secrets to mask: {internal_token = "itk_[A-Za-z0-9]{24}"}
 # normalizers = {}            # per-call rules: {search_docs = "myproject.testing:drop_trace_id"}
 # max_age = "90d"             # warn on cassettes last committed longer ago (unset: never)
+# intercept = false           # pytest: a test's deck answers the HTTP clients its code makes
 """
 """The section ``init`` appends to pyproject.toml; commented out, so the defaults hold."""
 
@@ -55,7 +56,7 @@ def faultdeck_config():
 
 NEXT = """\
 next:
-  faultdeck record runs/base.jsonl -- python agent.py        record a run (fd.Deck.from_env())
+  faultdeck record runs/base.jsonl -- python agent.py        record a run (agent.py unchanged)
   pytest --block-network                                     replay it offline (the deck fixture)
   faultdeck rehearse runs/base.jsonl --entrypoint agent:run  every fault at every call, judged"""
 """The next three commands: record, replay in pytest, rehearse."""

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._base.clock import VirtualClock
+from .._base.context import THROUGH_DECK
 from .._deck.deck import Deck
 from ._exchange import Exchange
 from ._order import Order
@@ -137,6 +138,11 @@ class _Base:
         clock = self.deck.clock
         if headers is None or not isinstance(clock, VirtualClock):
             return
+        # (imported here: the attach package routes requests through this module)
+        from ..attach._clock import bound_clock
+
+        if bound_clock() is clock:
+            return  # the process's time follows the clock: the SDK's own sleep is on it
         try:
             retries = int(headers.get("x-stainless-retry-count", "0"))
         except ValueError:
@@ -180,11 +186,14 @@ class Transport(_Base, _SyncBases):
             return step.response
         if self.inner is None:
             self.inner, self.shares_inner = live_transport(self.httpx), True
+        through = THROUGH_DECK.set(True)
         try:
             response = self.inner.handle_request(request)
         except Exception as exc:
             exchange.live_error(step.call, exc)
             raise
+        finally:
+            THROUGH_DECK.reset(through)
         if _is_stream(response):
             return exchange.live_stream(step, response)
         if not exchange.rewrites(step):
@@ -219,11 +228,14 @@ class AsyncTransport(_Base, _AsyncBases):
             return step.response
         if self.inner is None:
             self.inner = async_live_transport(self.httpx)
+        through = THROUGH_DECK.set(True)
         try:
             response = await self.inner.handle_async_request(request)
         except Exception as exc:
             exchange.live_error(step.call, exc)
             raise
+        finally:
+            THROUGH_DECK.reset(through)
         if _is_stream(response):
             return exchange.live_stream(step, response)
         if not exchange.rewrites(step):

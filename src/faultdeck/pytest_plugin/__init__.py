@@ -4,7 +4,9 @@ Options (group ``faultdeck``): ``--faultdeck-mode`` (default ``replay``),
 ``--faultdeck-faults PLAN``, ``--faultdeck-strict`` (recorded calls left unused fail the
 test, and so does a cassette older than ``[tool.faultdeck] max_age``, which otherwise warns
 ``StaleCassette``), ``--block-network`` (in replay, a socket connection fails the test). Marker:
-``@pytest.mark.faultdeck(cassette=…, faults=…, match=…, mode=…)``. Fixtures: ``deck``,
+``@pytest.mark.faultdeck(cassette=…, faults=…, match=…, mode=…, intercept=…)``
+(``intercept=True``, or ``[tool.faultdeck] intercept = true``: the HTTP clients the test's
+code makes go through its deck, with no client wiring). Fixtures: ``deck``,
 ``faultdeck_config`` (a dict to override), ``virtual_clock``.
 
 Which setting wins is decided in one place, ``resolve``: the command line, then the marker,
@@ -129,8 +131,9 @@ def pytest_configure(config: pytest.Config) -> None:
     that bring the workers' summaries to the controller."""
     config.addinivalue_line(
         "markers",
-        "faultdeck(cassette=None, faults=None, match=None, mode=None): the test's deck "
-        "settings (the command line wins over these, these over faultdeck_config)",
+        "faultdeck(cassette=None, faults=None, match=None, mode=None, intercept=None): the "
+        "test's deck settings (the command line wins over these, these over "
+        "faultdeck_config)",
     )
     config.stash[SUMMARY_KEY] = []
     if config.pluginmanager.hasplugin("xdist"):
@@ -317,6 +320,15 @@ def _check_age(item: pytest.Item, resolved: Resolved, settings: Settings, record
         warnings.warn(stale, StaleCassette, stacklevel=2)
 
 
+def _intercepting(deck: Deck, on: bool) -> contextlib.AbstractContextManager[Any]:
+    """``fd.intercept(deck)`` when the test asks for it (imported only then)."""
+    if not on:
+        return contextlib.nullcontext()
+    from ..attach import intercept
+
+    return intercept(deck)
+
+
 def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
     test_path = item.path
     test_dir = test_path.parent
@@ -330,6 +342,7 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
             default_cassette=default,
             test_dir=test_dir,
             ci=bool(os.environ.get("CI")),
+            intercept=settings.intercept,
         )
     except ConfigError as exc:
         pytest.fail(f"faultdeck: {exc}", pytrace=False)
@@ -358,7 +371,8 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
             except CassetteCorrupt as exc:  # bad input: its one line, not a traceback
                 pytest.fail(f"faultdeck: {exc}", pytrace=False)
             try:
-                yield deck
+                with _intercepting(deck, resolved.intercept):
+                    yield deck
             finally:
                 # A test that failed while recording leaves a good cassette as it was: the
                 # new recording stays beside it (see Report.kept).

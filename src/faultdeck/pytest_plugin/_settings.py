@@ -20,7 +20,16 @@ from .._base.config import MATCHES, MODES, Match, Mode, Settings, check_choice
 from .._base.errors import ConfigError
 from ..faults import Fault, FaultPlan
 
-KEYS = ("cassette", "faults", "match", "mode", "strict", "allow_side_effects", "clock")
+KEYS = (
+    "cassette",
+    "faults",
+    "match",
+    "mode",
+    "strict",
+    "allow_side_effects",
+    "clock",
+    "intercept",
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")
 _LONGEST_NAME = 100
 _NEVER_RECORD_IN_CI = ("append", "once")
@@ -39,6 +48,8 @@ class Resolved:
         allow_side_effects: side-effecting tools may run while recording.
         clock: ``virtual`` (never waits; the default) or ``system``.
         ci: ``CI`` is set: a miss never records.
+        intercept: the HTTP clients the test's code makes go through the deck
+            (``fd.intercept``).
     """
 
     mode: Mode
@@ -49,6 +60,7 @@ class Resolved:
     allow_side_effects: bool
     clock: str
     ci: bool
+    intercept: bool = False
 
 
 def resolve(
@@ -59,6 +71,7 @@ def resolve(
     default_cassette: Path,
     test_dir: Path,
     ci: bool,
+    intercept: bool = False,
 ) -> Resolved:
     """Decide each setting: command line, then marker, then ``faultdeck_config``, then default.
 
@@ -67,6 +80,7 @@ def resolve(
         marker: the ``faultdeck`` marker's keyword arguments.
         config: the ``faultdeck_config`` fixture's dict.
         default_cassette: the cassette when nothing names one.
+        intercept: the project's ``intercept`` setting, the default of the key.
         test_dir: the test file's folder; relative cassette and plan paths start there.
         ci: whether ``CI`` is set.
 
@@ -103,6 +117,7 @@ def resolve(
         allow_side_effects=bool(pick("allow_side_effects", False)),
         clock=check_choice("faultdeck clock", pick("clock", "virtual"), ("virtual", "system")),
         ci=ci,
+        intercept=bool(pick("intercept", intercept)),
     )
 
 
