@@ -20,7 +20,7 @@ EXE = str(BIN / "faultdeck")
 NEXT = [
     "faultdeck record runs/base.jsonl -- python agent.py",
     "pytest --block-network",
-    "faultdeck rehearse runs/base.jsonl --entrypoint agent:run",
+    "faultdeck rehearse runs/base.jsonl -- python agent.py",
 ]
 KEYS = sorted(f.name for f in dataclasses.fields(Settings) if f.name not in ("root", "source"))
 

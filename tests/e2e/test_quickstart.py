@@ -1,8 +1,9 @@
 """docs/quickstart.md, followed as a new user follows it: in an empty folder, each file the
 page shows is written, each diff applied and each command run, in order, against the local
 fake OpenAI upstream (the page's one liberty: ``OPENAI_BASE_URL`` points at it); each
+command must exit as the page says (0, or the ``# exits N`` its line ends with), and each
 output block's lines must show in what the commands before it printed. ``…`` in an output
-line stands for what a real model's answers and keys make differ."""
+line stands for what a real model's answers, keys and folders make differ."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ PAGE = ROOT / "docs" / "quickstart.md"
 FENCE = re.compile(r"^```(\w+)(?: title=\"([^\"]+)\")?\n(.*?)^```$", re.M | re.S)
 BIN = str(Path(sys.executable).parent)
 FILE_KINDS = ("python", "toml")
+EXITS = re.compile(r"#.*\bexits (\d+)\b")
+IMPORTS_FAULTDECK = re.compile(r"^\s*(?:import|from)\s+faultdeck\b", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +110,8 @@ class User:
             timeout=180,
             check=False,
         )
-        # `faultdeck diff` exits 1 when the runs diverge, which is what the page shows.
-        expected = 1 if words[:2] == ["faultdeck", "diff"] else 0
+        said = EXITS.search(line)
+        expected = int(said[1]) if said else 0
         assert done.returncode == expected, f"{line}\n{done.stdout}\n{done.stderr}"
         self.ran.append(" ".join(words[:2]))
         return done.stdout
@@ -133,11 +136,12 @@ def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
             else:
                 raise AssertionError(f"a {block.lang} block the test cannot follow")
         requests = upstream.requests
-    assert {"faultdeck init", "faultdeck record", "faultdeck rehearse", "faultdeck diff"} <= set(
-        user.ran
-    )
+    commands = ("init", "record", "replay", "rehearse", "diff")
+    assert {f"faultdeck {command}" for command in commands} <= set(user.ran)
     assert "pytest --block-network" in user.ran
-    # Two recordings of two calls each: replaying and rehearsing sent nothing upstream.
+    # The zero-code path: the agent the page records, replays and rehearses never imports faultdeck.
+    assert not IMPORTS_FAULTDECK.search((tmp_path / "agent.py").read_text("utf-8"))
+    # Two recordings of two calls each: replaying, testing and rehearsing sent nothing upstream.
     assert [(r["method"], r["path"]) for r in requests] == [("POST", "/v1/chat/completions")] * 4
     assert all(r["headers"]["authorization"] == f"Bearer {OPENAI_KEY}" for r in requests)
     for cassette in ("base", "new"):

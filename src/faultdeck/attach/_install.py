@@ -76,7 +76,14 @@ def _route(adapter: Adapter, module: ModuleType) -> None:
             sys.stderr.write(unknown + "\n")
             _undo[adapter.module] = _nothing
             return
-        _undo[adapter.module] = adapter.routing(module)
+        try:
+            _undo[adapter.module] = adapter.routing(module)
+        except Exception as exc:  # the program's import goes on: the library left as it was
+            sys.stderr.write(
+                f"faultdeck: {adapter.name} could not be routed ({type(exc).__name__}: {exc}); "
+                "its requests are not recorded: give its client fd.http.Transport yourself\n"
+            )
+            _undo[adapter.module] = _nothing
 
 
 def _nothing() -> None:

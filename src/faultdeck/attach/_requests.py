@@ -44,8 +44,8 @@ def route(adapters: ModuleType) -> Undo:
     if unknown is not None:
         sys.stderr.write(unknown + "\n")
         return nothing
-    httpx = http_module("requests")
-    if httpx is None:
+    http = http_module("requests")
+    if http is None:
         return nothing
     cls = adapters.HTTPAdapter
     original = cls.send
@@ -82,7 +82,7 @@ def route(adapters: ModuleType) -> Undo:
                 proxies=proxies,
             )
 
-        return _send(deck, httpx, self, request, sent)
+        return _send(deck, http(), self, request, sent)
 
     return replace(cls, "send", send_routed)
 

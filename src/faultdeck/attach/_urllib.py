@@ -23,6 +23,8 @@ import copy
 import errno
 import functools
 import http.client
+import importlib
+import importlib.util
 import io
 import itertools
 import sys
@@ -41,8 +43,8 @@ _PIECE = 65536
 
 def route(request: ModuleType) -> Undo:
     """Route ``urllib.request``'s HTTP and HTTPS handlers; the undo."""
-    httpx = http_module("urllib.request")
-    if httpx is None:
+    http = http_module("urllib.request")
+    if http is None:
         return nothing
     handler = request.AbstractHTTPHandler
     do_open = handler.do_open
@@ -55,7 +57,7 @@ def route(request: ModuleType) -> Undo:
         def opened(sent: Any) -> Any:
             return do_open(self, http_class, sent, **http_conn_args)
 
-        return _open(deck, httpx, req, opened)
+        return _open(deck, http(), req, opened)
 
     return replace(handler, "do_open", routed_do_open)
 
@@ -168,14 +170,15 @@ def _read1(response: Any, httpx: Any, request: Any) -> Iterator[bytes]:
 # --- what both adapters share -----------------------------------------------------------
 
 
-def http_module(library: str) -> ModuleType | None:
-    """The HTTP module routed requests go through as: ``httpx2``, else ``httpx``; ``None``
-    (said in one line) when neither is installed."""
+def http_module(library: str) -> Callable[[], ModuleType] | None:
+    """What gives the HTTP module routed requests go through as (``httpx2``, else ``httpx``):
+    imported at the first routed request, not when the library is routed, which may be in
+    the middle of another module's import (``http.cookiejar`` imports ``urllib.request``,
+    and httpx imports ``http.cookiejar``); ``None`` (said in one line) when neither is
+    installed."""
     for name in ("httpx2", "httpx"):
-        try:
-            return __import__(name)
-        except ImportError:
-            continue
+        if importlib.util.find_spec(name) is not None:
+            return functools.cache(functools.partial(importlib.import_module, name))
     sys.stderr.write(
         f"faultdeck: {library} is not routed, its requests are not recorded: faultdeck puts "
         "them through httpx2, which is not installed: pip install 'faultdeck[http]'\n"

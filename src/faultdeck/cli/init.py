@@ -58,7 +58,7 @@ NEXT = """\
 next:
   faultdeck record runs/base.jsonl -- python agent.py        record a run (agent.py unchanged)
   pytest --block-network                                     replay it offline (the deck fixture)
-  faultdeck rehearse runs/base.jsonl --entrypoint agent:run  every fault at every call, judged"""
+  faultdeck rehearse runs/base.jsonl -- python agent.py      every fault at every call, judged"""
 """The next three commands: record, replay in pytest, rehearse."""
 
 

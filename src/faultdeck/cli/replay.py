@@ -76,6 +76,7 @@ def replay(
     if plan is not None:
         FaultPlan.load(plan)
         extra["FAULTDECK_FAULTS"] = os.path.abspath(plan)
+        extra["FAULTDECK_CLOCK"] = "virtual"  # a rehearsal: its waits take no real time
     extras = [dict(extra, FAULTDECK_RUN=str(index)) for index in range(repeat)]
     if running.executor == "ray":
         runs = replays_on_ray(command, cassette, extras, running, strict)
