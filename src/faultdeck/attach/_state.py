@@ -20,7 +20,6 @@ from typing import Any
 
 from .._base.context import THROUGH_DECK
 from .._deck.deck import Deck
-from ..http import AsyncTransport, Transport
 
 Live = Callable[[Any], Any]
 """Sends a request for real and returns the library's answer as an ``httpx`` response."""
@@ -105,6 +104,9 @@ def _transport(deck: Deck, httpx: Any, side: int) -> Any:
         with _LOCK:
             found = _TRANSPORTS.get(key)
             if found is None:
+                # (imported at the first routed request: a program's start pays nothing for it)
+                from ..http import AsyncTransport, Transport
+
                 kind = AsyncTransport if side else Transport
                 found = _TRANSPORTS[key] = kind(deck, httpx=httpx, transport=_Via())
     return found

@@ -13,7 +13,6 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from types import ModuleType
 from typing import Any
 
@@ -52,10 +51,16 @@ class Adapter:
         """Why the installed version is not routed, or ``None`` when it is known."""
         if self.library is None:
             return None
-        try:
-            version = metadata.version(self.library)
-        except metadata.PackageNotFoundError:
-            return None  # a module of that name not installed as a distribution: try it
+        # The library's own __version__ when it has one: reading its distribution's metadata
+        # costs a program's start-up tens of milliseconds.
+        version = getattr(sys.modules.get(self.library), "__version__", None)
+        if not isinstance(version, str):
+            from importlib import metadata
+
+            try:
+                version = metadata.version(self.library)
+            except metadata.PackageNotFoundError:
+                return None  # a module of that name not installed as a distribution: try it
         numbers = tuple(int(n) for n in _NUMBER.findall(version)[:3])
         if self.lowest <= numbers < self.below:
             return None
