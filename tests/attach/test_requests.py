@@ -27,9 +27,9 @@ from faultdeck.http import Transport
 
 from ..support.fake_upstream import Upstream
 from ..support.httpbin import httpbin
+from .recordings import VOLATILE, Recording, events, named
 
 ORIGINAL_SEND = requests.adapters.HTTPAdapter.send
-VOLATILE = frozenset({"date", "connection", "keep-alive", "transfer-encoding", "content-length"})
 SECRET = "sk-proj-" + "Qq1Ww2Ee3Rr4Tt5Yy6Uu7Ii8Oo9"
 CHAT: dict[str, Any] = {
     "model": "gpt-x",
@@ -61,18 +61,7 @@ class Seen:
         return self.body
 
 
-def events(body: bytes) -> list[Any]:
-    """A stream's events by meaning, but for ``created``: the deck stores a timestamp as a
-    placeholder (a recording's volatile fields are normalized), so it replays as another."""
-    out: list[Any] = []
-    for line in body.splitlines():
-        if line.startswith(b"data: {"):
-            event = orjson.loads(line[6:])
-            event.pop("created", None)
-            out.append(event)
-        elif line:
-            out.append(line)
-    return out
+Recorded = Recording[Seen]
 
 
 def seen(response: requests.Response, pieces: list[bytes] | None = None) -> Seen:
@@ -142,23 +131,6 @@ def secret_request(base: str) -> requests.Response:
         params={"q": "x", "api_key": SECRET},
         headers={"Authorization": f"Bearer {SECRET}"},
     )
-
-
-@dataclass
-class Recorded:
-    base: str
-    llm: str
-    plain: dict[str, Seen]
-    live: dict[str, Seen]
-    cassette: Path
-    calls: list[tuple[str, str]]
-    by_transport: list[tuple[str, str]]
-    one: Path
-    secret: Path
-
-
-def named(report: fd.Report) -> list[tuple[str, str]]:
-    return [(call.name, call.key) for call in report.calls]
 
 
 @pytest.fixture(scope="module")

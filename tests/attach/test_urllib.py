@@ -30,9 +30,9 @@ from faultdeck.http import Transport
 
 from ..support.fake_upstream import Upstream
 from ..support.httpbin import httpbin
+from .recordings import VOLATILE, Recording, events, named
 
 ORIGINAL_DO_OPEN = urllib.request.AbstractHTTPHandler.do_open
-VOLATILE = frozenset({"date", "connection", "keep-alive", "transfer-encoding", "content-length"})
 SECRET = "sk-proj-" + "Pp9Oo8Ii7Uu6Yy5Tt4Rr3Ee2Ww1"
 CHAT: dict[str, Any] = {
     "model": "gpt-x",
@@ -66,18 +66,7 @@ class Seen:
         return body
 
 
-def events(body: bytes) -> list[Any]:
-    """A stream's events by meaning, but for ``created`` (a timestamp the deck stores as a
-    placeholder, so it replays as another)."""
-    out: list[Any] = []
-    for line in body.splitlines():
-        if line.startswith(b"data: {"):
-            event = orjson.loads(line[6:])
-            event.pop("created", None)
-            out.append(event)
-        elif line:
-            out.append(line)
-    return out
+Recorded = Recording[Seen]
 
 
 def headers_of(message: Message) -> dict[str, list[str]]:
@@ -160,23 +149,6 @@ def secret_request(base: str) -> Seen:
         f"{base}/anything?q=x&api_key={SECRET}", headers={"Authorization": f"Bearer {SECRET}"}
     )
     return opened(request)
-
-
-@dataclass
-class Recorded:
-    base: str
-    llm: str
-    plain: dict[str, Seen]
-    live: dict[str, Seen]
-    cassette: Path
-    calls: list[tuple[str, str]]
-    by_transport: list[tuple[str, str]]
-    one: Path
-    secret: Path
-
-
-def named(report: fd.Report) -> list[tuple[str, str]]:
-    return [(call.name, call.key) for call in report.calls]
 
 
 @pytest.fixture(scope="module")
