@@ -22,9 +22,10 @@ import anthropic
 import httpx2
 import pytest
 
+from faultdeck._base.bootstrap import is_python
+from faultdeck._bootstrap.foreign import PROVIDERS, foreign_deck
 from faultdeck._cassette.reader import load
 from faultdeck._deck.deck import Deck
-from faultdeck.cli._foreign import PROVIDERS, foreign_deck, is_python
 from faultdeck.http import Transport
 from tests.server.clients import NODE_MODULES, need
 from tests.server.upstream import SQUEEZED, Gate, create_world

@@ -3,8 +3,9 @@
 The programs in ``agents/`` are written as a user writes them: each reads its key and base URL
 from the environment as its SDK does by default, and keeps the SDK's own retries. An openai
 SDK tool loop, an anthropic SDK loop, an openai loop whose tool asks a weather service with
-``requests``, the same on the async client with ``aiohttp``, a litellm loop and a LangGraph
-agent on langchain-openai. Each one is
+``requests``, the same on the async client with ``aiohttp``, a litellm loop, a LangGraph
+agent on langchain-openai, and the openai tool loop in Node on the ``openai`` npm package
+(its deck served through the proxy, its timers on the deck's clock). Each one is
 
 1. recorded, ``faultdeck record run.jsonl -- python agent.py``, against the local fakes on
    127.0.0.1 (the fake LLM upstream, and httpbin as the weather service);
@@ -29,9 +30,11 @@ import base64
 import contextlib
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
-import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,7 @@ from typing import Any
 import pytest
 
 import faultdeck as fd
+from tests.server.clients import NODE_MODULES, need
 from tests.support.children import child_env
 from tests.support.fake_upstream import Upstream
 from tests.support.httpbin import httpbin
@@ -54,8 +58,8 @@ WEATHER_PATH = "/base64/" + base64.urlsafe_b64encode(b"sunny").decode()
 RETRY_AFTER = 30.0
 FIRST_BACKOFF = (0.375, 0.5)
 """The openai and anthropic SDKs' first backoff: 0.5 s times ``1 - 0.25 * random()``."""
-NO_REAL_WAIT = 20.0
-"""A run of one program under the 30 s Retry-After that slept it for real takes longer."""
+PROBE = Path(__file__).parent / "probe"
+"""A ``sitecustomize`` that writes down each real wait of a second or more a program starts."""
 DEAD = "http://127.0.0.1:9"
 """A port nothing listens on: the fakes' stand-in where a program has none."""
 
@@ -73,9 +77,12 @@ class Program:
     needs: tuple[tuple[str, str], ...]
     calls: tuple[tuple[str, str], ...]
     weather: bool = False
+    node: bool = False
 
     @property
     def command(self) -> list[str]:
+        if self.node:  # copied into the recording's folder, beside the npm packages
+            return ["node", "agent.mjs"]
         return [sys.executable, str(AGENTS / f"{self.name}.py")]
 
 
@@ -154,6 +161,7 @@ PROGRAMS: dict[Program, tuple[Rehearsal, ...]] = {
         (("langgraph", "langgraph"), ("langchain_openai", "langchain-openai")),
         (CHAT, CHAT),
     ): (QUOTA, TIMEOUT, UNAVAILABLE),
+    Program("node_openai", (), (CHAT, CHAT), node=True): (QUOTA, TIMEOUT, UNAVAILABLE),
 }
 
 EACH_PROGRAM = [pytest.param(program, id=program.name) for program in PROGRAMS]
@@ -169,20 +177,26 @@ EACH_REHEARSAL = [
 
 @dataclass(frozen=True)
 class Ran:
-    """One ``faultdeck`` command: its exit code, output and real duration."""
+    """One ``faultdeck`` command: its exit code, its output, and the real waits of a second
+    or more that the programs it ran started (``probe/sitecustomize.py``)."""
 
     code: int
     stdout: str
     stderr: str
-    seconds: float
+    waits: list[str]
 
     def said(self) -> str:
-        return f"exit {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr[-3000:]}"
+        return (
+            f"exit {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr[-3000:]}"
+            f"\n--- real waits\n{self.waits}"
+        )
 
 
 def faultdeck(*args: str, cwd: Path, env: dict[str, str], timeout: float = 240) -> Ran:
     """Run the real command line, as a user would."""
-    started = time.perf_counter()
+    waits = cwd / f".waits-{uuid.uuid4().hex}"
+    env = {**env, "FAULTDECK_TEST_WAITS": str(waits)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(PROBE)) if p)
     try:
         done = subprocess.run(
             [EXE, *args],
@@ -198,7 +212,9 @@ def faultdeck(*args: str, cwd: Path, env: dict[str, str], timeout: float = 240) 
         pytest.fail(
             f"faultdeck {' '.join(args)} did not finish in {timeout:g} s; stderr:\n{exc.stderr!r}"
         )
-    return Ran(done.returncode, done.stdout, done.stderr, time.perf_counter() - started)
+    said = waits.read_text("utf-8").splitlines() if waits.exists() else []
+    waits.unlink(missing_ok=True)
+    return Ran(done.returncode, done.stdout, done.stderr, said)
 
 
 def environment(llm: str, weather: str) -> dict[str, str]:
@@ -223,6 +239,8 @@ def environment(llm: str, weather: str) -> dict[str, str]:
 
 def needs(program: Program) -> None:
     """Fail, saying what to install, when a library the program imports is missing."""
+    if program.node:
+        need("node")
     for module, distribution in program.needs:
         if importlib.util.find_spec(module) is None:
             pytest.fail(
@@ -283,6 +301,9 @@ class Recordings:
 
     def _record(self, program: Program) -> Recorded:
         folder = self.folders.mktemp(program.name)
+        if program.node:  # an ES module finds its packages beside itself, never on NODE_PATH
+            shutil.copy(AGENTS / f"{program.name}.mjs", folder / "agent.mjs")
+            (folder / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
         service = httpbin() if program.weather else contextlib.nullcontext(DEAD)
         with Upstream() as upstream, service as weather:
             env = environment(upstream.url, weather)
@@ -356,10 +377,9 @@ def test_rehearsed_and_judged_on_the_waits_it_made(
     else:
         assert (judged.code, cell["status"]) == (1, "raised"), cell
         assert cell["detail"].startswith(f"exit 1: {rehearsal.raises}"), cell
-    if rehearsal.waits == "retry_after":
-        # The program ran twice (the clean replay, then under the plan): a 30 s sleep slept
-        # for real would alone take longer than this.
-        assert judged.seconds < RETRY_AFTER, judged.said()
+    # The program ran twice (the clean replay, then under the plan), and started no real
+    # wait: its SDK's sleep was on the deck's clock.
+    assert judged.waits == [], judged.said()
 
     timeout = RETRY_AFTER - 5 if rehearsal.waits == "retry_after" else 240
     faulted = recorded.faultdeck(
@@ -368,9 +388,9 @@ def test_rehearsed_and_judged_on_the_waits_it_made(
     output, report = report_of(faulted)
     assert_calls(report, program, rehearsal)
     sleeps = report["sleeps"]
+    assert faulted.waits == [], faulted.said()
     if rehearsal.waits == "retry_after":
         assert sleeps == [RETRY_AFTER]  # the SDK's own sleep, once, for the Retry-After
-        assert faulted.seconds < NO_REAL_WAIT, faulted.said()
     elif rehearsal.waits == "backoff":
         (backoff,) = sleeps  # the SDK's own sleep before it sent again
         assert FIRST_BACKOFF[0] <= backoff <= FIRST_BACKOFF[1]
@@ -448,8 +468,9 @@ def test_replay_with_faults_puts_the_programs_waits_on_the_virtual_clock(
     output, report = report_of(faulted)
     assert (faulted.code, output) == (0, ANSWER), faulted.said()
     assert (report["sleeps"], report["waited"]) == ([3.0], 3.0), (
-        f"the SDK's 3 s sleep was not on the deck's clock (the run took {faulted.seconds:.1f} s)"
+        f"the SDK's 3 s sleep was not on the deck's clock (real waits: {faulted.waits})"
     )
+    assert faulted.waits == []
 
 
 URLLIB_AFTER_REQUESTS = """\

@@ -1,7 +1,8 @@
 """The fault matrix for any program: each cell runs the command in a subprocess.
 
-A Python program gets its deck from the bootstrap (``_base/bootstrap.py``), whatever its
-code (one that calls ``fd.Deck.from_env()`` gets the same deck); each run gets the cassette in
+A Python program gets its deck from the bootstrap, whatever its code (one that calls
+``fd.Deck.from_env()`` gets the same deck), and any other program through the proxy
+(``_base/bootstrap.started``); each run gets the cassette in
 replay mode, its fault plan, a virtual clock and a report file. A program cannot hand back
 its outcomes, so a cell is judged on its deck's call log and waits (call budget, bounded
 waiting, no early retry, committed streams), its misses and its exit code. A run killed by
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._base.bootstrap import bootstrapped
+from .._base.bootstrap import started
 from .._base.clock import VirtualClock
 from .._base.errors import ConfigError
 from .._deck.report import CallRecord
@@ -200,7 +201,7 @@ def _run(
     cwd: str | None = None,
 ) -> _Ran:
     report = os.path.join(folder, f"{name}.report.json")
-    env = bootstrapped(os.environ)
+    env = dict(os.environ)
     env.update(
         FAULTDECK_CASSETTE=cassette,
         FAULTDECK_MODE="replay",
@@ -212,7 +213,8 @@ def _run(
         plan_path = os.path.join(folder, f"{name}.plan.json")
         Path(plan_path).write_bytes(orjson.dumps(plan.to_json()))
         env["FAULTDECK_FAULTS"] = plan_path
-    done = subprocess.run(list(command), env=env, cwd=cwd, capture_output=True, check=False)
+    argv, env = started(command, env)
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
     stderr = done.stderr.decode("utf-8", errors="replace")
     if not os.path.exists(report):
         return _Ran(done.returncode, None, stderr)

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import orjson
 
 from .._base import terms
-from .._base.bootstrap import bootstrapped
+from .._base.bootstrap import started
 from .._base.errors import ConfigError
 from .matrix import Cell, Task
 
@@ -332,12 +332,12 @@ def _replay_task(
     with tempfile.TemporaryDirectory(prefix="faultdeck-ray-") as folder:
         copy = cassette.write(folder)
         report_path = os.path.join(folder, "report.json")
-        full = bootstrapped({**os.environ, **env})
-        full.update(FAULTDECK_CASSETTE=copy, FAULTDECK_REPORT=report_path)
+        full = {**os.environ, **env, "FAULTDECK_CASSETTE": copy, "FAULTDECK_REPORT": report_path}
         if plan is not None:
             full["FAULTDECK_FAULTS"] = plan.write(tempfile.mkdtemp(dir=folder))
+        argv, full = started(command, full)
         done = subprocess.run(
-            command,
+            argv,
             env=full,
             cwd=here(cwd),
             stdin=subprocess.DEVNULL,

@@ -9,11 +9,9 @@ replays part ways.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,10 +27,9 @@ import orjson
 from rich.console import Console
 
 from .._base import terms
-from .._base.bootstrap import bootstrapped
+from .._base.bootstrap import started
 from .._base.words import plural
 from .._rehearse.matrix import Executor
-from ._foreign import foreign_deck, is_python
 
 TAIL = 40
 """How many of the program's last stderr lines are kept, to say why it failed."""
@@ -135,38 +132,30 @@ def run_child(
             FAULTDECK_TERMS=terms.current().to_env(),
             **(extra or {}),
         )
-        # A program that is not Python cannot open its deck: it is served here, through a
-        # proxy its SDKs' base-URL variables point at (docs/cli.md). One that cannot be found
-        # fails to start before any deck is opened, as a Python one does.
-        foreign = not is_python(command) and shutil.which(command[0]) is not None
-        if not foreign:  # its deck is built in it at start-up, whatever its code (docs/attach.md)
-            env = bootstrapped(env)
-        with foreign_deck(env) if foreign else contextlib.nullcontext() as served:
-            if served is not None:
-                env.update(served.env)
-            try:
-                child = subprocess.Popen(
-                    list(command),
-                    env=env,
-                    stdout=subprocess.DEVNULL if capture else None,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    errors="replace",
-                )
-            except FileNotFoundError:
-                raise click.UsageError(f"no such program: {command[0]}") from None
-            except PermissionError:
-                raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
-            tail: deque[str] = deque(maxlen=TAIL)
-            assert child.stderr is not None
-            with child:
-                for line in child.stderr:  # only stderr is piped: reading it cannot deadlock
-                    if not capture:
-                        sys.stderr.write(line)
-                        sys.stderr.flush()
-                    tail.append(line)
-            if served is not None:
-                served.finish(child.returncode)
+        # A Python program gets its deck at start-up, whatever its code (docs/attach.md); any
+        # other is served its deck through a proxy (docs/cli.md, *Programs that are not Python*).
+        argv, env = started(command, env)
+        try:
+            child = subprocess.Popen(
+                argv,
+                env=env,
+                stdout=subprocess.DEVNULL if capture else None,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+            )
+        except FileNotFoundError:
+            raise click.UsageError(f"no such program: {command[0]}") from None
+        except PermissionError:
+            raise click.UsageError(f"cannot run {command[0]}: permission denied") from None
+        tail: deque[str] = deque(maxlen=TAIL)
+        assert child.stderr is not None
+        with child:
+            for line in child.stderr:  # only stderr is piped: reading it cannot deadlock
+                if not capture:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                tail.append(line)
         report = None
         if os.path.exists(report_path):
             report = orjson.loads(Path(report_path).read_bytes())

@@ -106,6 +106,9 @@ class _Base:
         self._failures: set[str] = set()
         self._bodies: Mapping[int, bytes] | None = None
         self.order = Order()
+        # Whoever serves the program puts its own waits on the deck's clock (a Node program's
+        # clock, which the proxy reads): an SDK's retry is not inferred then.
+        self.program_keeps_clock = False
 
     def bodies(self) -> Mapping[int, bytes]:
         """The recording's kept answer bodies by line (``Recording.bodies``), read once."""
@@ -141,8 +144,8 @@ class _Base:
         # (imported here: the attach package routes requests through this module)
         from ..attach._clock import bound_clock
 
-        if bound_clock() is clock:
-            return  # the process's time follows the clock: the SDK's own sleep is on it
+        if self.program_keeps_clock or bound_clock() is clock:
+            return  # the program's time follows the clock: the SDK's own sleep is on it
         try:
             retries = int(headers.get("x-stainless-retry-count", "0"))
         except ValueError:

@@ -1,4 +1,4 @@
-"""The proxy's HTTP side, for a program that is not Python (``_foreign``): each request
+"""The proxy's HTTP side, for a program that is not Python (``foreign``): each request
 the program sends is relayed through the deck's transport, and its answer relayed back.
 
 A request's framing is the proxy's own: hop-by-hop headers go no further, and a body comes
@@ -22,13 +22,14 @@ from .._base.errors import FaultdeckError, ProcessKilled, ReplayMiss
 
 
 class Served(Protocol):
-    """What the proxy asks of the deck it serves (``_foreign.Served``)."""
+    """What the proxy asks of the deck it serves (``foreign.Served``)."""
 
     routes: Mapping[str, str]
     client: httpx2.Client
 
     def target(self, path: str) -> str | None: ...
     def relaying(self) -> AbstractContextManager[None]: ...
+    def kill(self) -> None: ...
 
 
 # Headers of one hop (or made again for the next), never passed on either way.
@@ -97,10 +98,12 @@ class _Relay(BaseHTTPRequestHandler):
                 answer = served.client.send(request, stream=True)
             except ReplayMiss as exc:
                 self._error(404, str(exc))
-            except (httpx2.TransportError, ProcessKilled):
+            except (httpx2.TransportError, ProcessKilled) as exc:
                 # No answer (unreachable, a timeout, a reset, a crash): the connection drops,
                 # as it would have for the program talking to the upstream itself.
                 self.close_connection = True
+                if isinstance(exc, ProcessKilled):
+                    served.kill()
             except FaultdeckError as exc:
                 self._error(500, str(exc))
             else:

@@ -1,15 +1,18 @@
-"""Programs that are not Python: the command serves their deck through a proxy.
+"""Programs that are not Python: their deck is served to them through a proxy.
 
 A Node agent, or any binary, cannot open a deck; but its SDK reads a base-URL variable
-(``OPENAI_BASE_URL``, …). ``foreign_deck`` builds here the deck the ``FAULTDECK_*``
-variables describe (``built_from_env``, as ``Deck.from_env()`` does), serves it on 127.0.0.1
-for the child's lifetime, a path prefix per provider, and gives the child the variables
-that point its SDKs there: ``/openai/v1/chat/completions`` goes through
-``httpx2.Client(transport=Transport(deck))`` as ``https://api.openai.com/v1/chat/completions``
-with the child's headers. So it is the call, key, redaction, fault and stored answer that
-the same request from a Python program makes; the answer goes back as the transport gives
-it, a stream chunk by chunk as it comes (``_foreign_http``, the proxy's HTTP side).
-``is_python`` says which programs need none of it.
+(``OPENAI_BASE_URL``, …). Every command runs such a program as
+``python -m faultdeck._bootstrap.foreign PROGRAM ARGS`` (``_base/bootstrap.started``): this
+process builds the deck the ``FAULTDECK_*`` variables describe (``built_from_env``, as
+``Deck.from_env()`` does), serves it on 127.0.0.1 for the program's lifetime, a path prefix
+per provider, and starts the program with the variables that point its SDKs there:
+``/openai/v1/chat/completions`` goes through ``httpx2.Client(transport=Transport(deck))`` as
+``https://api.openai.com/v1/chat/completions`` with the program's headers. So it is the
+call, key, redaction, fault and stored answer that the same request from a Python program
+makes; the answer goes back as the transport gives it, a stream chunk by chunk as it comes
+(``foreign_http``, the proxy's HTTP side). A crash fault kills the program, as it would
+have died mid-run; this process exits with the program's code. On a virtual clock a Node
+program's waits take no real time and are the waits the deck judges (``ProgramClock``).
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
-import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
-import click
-
+from .._base.clock import VirtualClock
+from .._base.errors import ConfigError, FaultdeckError
 from .._deck.deck import Deck
 from .._deck.environ import built_from_env, write_report
 
@@ -35,71 +39,6 @@ if TYPE_CHECKING:
     from http.server import ThreadingHTTPServer
 
     import httpx2
-
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")  # python, python3, python3.11
-_RUNNERS = {"uv": "run", "poetry": "run"}  # `uv run CMD` runs CMD in the project's venv
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # env's NAME=value
-
-
-def is_python(command: Sequence[str]) -> bool:
-    """Whether ``command`` runs Python, and so opens its own deck.
-
-    It does when its program (found on ``PATH``, links followed) is named ``python``,
-    ``python3``, ``python3.11``…, or is this interpreter (``sys.executable``); or is a script
-    whose ``#!`` line does (``#!/usr/bin/env python3``); or is ``env``, ``uv run`` or
-    ``poetry run`` followed (past options and ``NAME=value``) by such a program, or for the
-    last two by a ``.py`` file; or is ``pipx run``, which runs nothing but Python packages.
-    Anything else (``node``, ``npx``, a binary, ``bash run.sh``) is served through the proxy.
-    """
-    return _is_python(command, follow=True)
-
-
-def _is_python(command: Sequence[str], *, follow: bool) -> bool:
-    """``is_python``; ``follow``: a script's ``#!`` line is read (not that of the program
-    it names: two scripts that name each other would go round forever)."""
-    if not command:
-        return False
-    program, rest = os.path.basename(command[0]), list(command[1:])
-    if program == "pipx":
-        return rest[:1] == ["run"]
-    if program in _RUNNERS:
-        return rest[:1] == [_RUNNERS[program]] and _runs_python(rest[1:], True, follow)
-    if program == "env":
-        return _runs_python(rest, False, follow)
-    found = shutil.which(command[0])
-    real = os.path.realpath(found) if found else ""
-    if real and real == os.path.realpath(sys.executable):
-        return True
-    if any(_PYTHON.fullmatch(os.path.basename(p).removesuffix(".exe")) for p in (program, real)):
-        return True
-    if not (follow and real):
-        return False
-    try:
-        with open(real, "rb") as fh:
-            first = fh.readline(512)
-    except OSError:
-        return False
-    shebang = first[2:].decode("utf-8", "replace").split() if first[:2] == b"#!" else []
-    return _is_python(shebang, follow=False)
-
-
-def _runs_python(words: Sequence[str], scripts: bool, follow: bool) -> bool:
-    """Whether the command in ``words``, past a runner's options and ``env``'s
-    ``NAME=value``, is Python (with ``scripts``, a ``.py`` file counts). A word right after
-    an option may be the option's value (``--with httpx``): then the next word decides."""
-    after_option = False
-    for word in words:
-        if word.startswith("-"):
-            after_option = "=" not in word
-        elif _ASSIGNMENT.match(word):
-            after_option = False
-        elif _is_python([word], follow=follow) or (scripts and word.endswith(".py")):
-            return True
-        elif after_option:
-            after_option = False
-        else:
-            return False
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +94,7 @@ only can once the program has left mid-answer) before the deck is closed anyway.
 
 @functools.cache
 def _say_once(line: str) -> None:
-    # Once per command: `replay --repeat 50` runs the program 50 times with the same value.
+    # Once per run: the variables are read once, but the line stays one if that changes.
     print(f"faultdeck: warning: {line}", file=sys.stderr)
 
 
@@ -167,16 +106,25 @@ class Served:
         deck: the deck, built from the ``FAULTDECK_*`` variables.
         client: the client every request goes through (its transport: ``Transport(deck)``).
         routes: each provider's upstream base URL, by its path prefix on the proxy.
-        env: the variables that point the program's SDKs at the proxy.
+        env: the variables that point the program's SDKs at the proxy (and, on a virtual
+            clock, that load its Node clock).
     """
 
-    def __init__(self, deck: Deck, client: httpx2.Client, routes: Mapping[str, str]) -> None:
-        from ._foreign_http import proxy  # http.server: imported for no Python program
+    def __init__(
+        self,
+        deck: Deck,
+        client: httpx2.Client,
+        routes: Mapping[str, str],
+        clock: ProgramClock | None = None,
+    ) -> None:
+        from .foreign_http import proxy
 
         self.deck = deck
         self.client = client
         self.routes = routes
+        self.clock = clock
         self.finished = False
+        self.program: subprocess.Popen[bytes] | None = None
         self._relayed = threading.Condition()
         self._in_flight = 0
         self._server: ThreadingHTTPServer | None = proxy(self)
@@ -186,6 +134,8 @@ class Served:
             for p in PROVIDERS
             if p.prefix in routes
         }
+        if clock is not None:
+            self.env.update(clock.env)
         serve = self._server.serve_forever
         threading.Thread(target=serve, name="faultdeck-proxy", daemon=True).start()
 
@@ -205,6 +155,11 @@ class Served:
         report = self.deck.environ.get("FAULTDECK_REPORT")
         write_report(self.deck, "ok" if code == 0 else "error", report)
 
+    def kill(self) -> None:
+        """A crash fault: the program dies at this call, as a process killed mid-run."""
+        if self.program is not None:
+            self.program.kill()
+
     def stop(self) -> None:
         """Stop taking requests (once), and let those in flight end (``LINGER`` at most)."""
         server, self._server = self._server, None
@@ -216,7 +171,10 @@ class Served:
 
     @contextlib.contextmanager
     def relaying(self) -> Iterator[None]:
-        """A request in flight, for ``stop`` to wait for."""
+        """A request in flight, for ``stop`` to wait for; the program's waits before it are
+        put on the deck's clock first."""
+        if self.clock is not None:
+            self.clock.catch_up()
         with self._relayed:
             self._in_flight += 1
         try:
@@ -235,7 +193,7 @@ def foreign_deck(env: Mapping[str, str]) -> Iterator[Served]:
     interrupted), the deck is closed as failed and no report is written.
 
     Raises:
-        click.ClickException: httpx2 is not installed.
+        ConfigError: httpx2 is not installed.
         FaultdeckError: the deck cannot be built or opened (as ``Deck.from_env()``).
     """
     try:
@@ -243,7 +201,7 @@ def foreign_deck(env: Mapping[str, str]) -> Iterator[Served]:
 
         from ..http import Transport
     except ImportError as exc:
-        raise click.ClickException(
+        raise ConfigError(
             f"a program that is not Python is recorded through a proxy that needs {exc.name}: "
             "pip install 'faultdeck[http]'"
         ) from None
@@ -251,20 +209,61 @@ def foreign_deck(env: Mapping[str, str]) -> Iterator[Served]:
     served: Served | None = None
     try:
         routes = _routes(env, deck)
+        transport = Transport(deck, httpx=httpx2)
         # trust_env=False: a proxy named by HTTPS_PROXY would be mounted ahead of the deck.
         client = httpx2.Client(
-            transport=Transport(deck, httpx=httpx2),
-            trust_env=False,
-            timeout=httpx2.Timeout(None, connect=10.0),
+            transport=transport, trust_env=False, timeout=httpx2.Timeout(None, connect=10.0)
         )
-        served = Served(deck, client, routes)
-        yield served
+        with tempfile.TemporaryDirectory(prefix="faultdeck-clock-") as folder:
+            clock = None
+            if isinstance(deck.clock, VirtualClock):
+                clock = ProgramClock(deck.clock, transport, folder, env.get("NODE_OPTIONS", ""))
+            served = Served(deck, client, routes, clock)
+            try:
+                yield served
+            finally:
+                served.stop()
+                served.client.close()
     finally:
-        if served is not None:
-            served.stop()
-            served.client.close()
         if served is None or not served.finished:
             deck.close("error")
+
+
+CLOCK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clock.cjs")
+"""The Node program's clock on a virtual clock (its waits, and how they reach the deck,
+are told at its top)."""
+
+
+class ProgramClock:
+    """A Node program's time on the deck's virtual clock: ``clock.cjs``, loaded into it by
+    ``NODE_OPTIONS``, makes its waits take no real time and tells each one in a file, which
+    ``catch_up`` reads onto the deck's clock before each request is relayed. Once the
+    program is heard from, its SDK's retries are no longer inferred (``Transport``)."""
+
+    def __init__(self, clock: VirtualClock, transport: Any, folder: str, node_options: str) -> None:
+        self.clock = clock
+        self.transport = transport
+        self.path = os.path.join(folder, "slept")
+        open(self.path, "wb").close()
+        self.env = {
+            "FAULTDECK_SLEPT": self.path,
+            "NODE_OPTIONS": f'{node_options} --require "{CLOCK_SCRIPT}"'.strip(),
+        }
+        self._read = 0
+        self._lock = threading.Lock()
+
+    def catch_up(self) -> None:
+        """Put the waits told since the last call on the deck's clock, in order."""
+        with self._lock, open(self.path, "rb") as fh:
+            fh.seek(self._read)
+            told = fh.read()
+            whole = told.rfind(b"\n") + 1  # a line still being written waits for the next
+            self._read += whole
+            for line in told[:whole].split():
+                if line == b"node":
+                    self.transport.program_keeps_clock = True
+                else:
+                    self.clock.sleep(float(line) / 1000)
 
 
 def _routes(env: Mapping[str, str], deck: Deck) -> dict[str, str]:
@@ -284,3 +283,28 @@ def _routes(env: Mapping[str, str], deck: Deck) -> dict[str, str]:
             f"{provider.variable}={'https' if scheme else 'http'}://{rest}"
         )
     return routes
+
+
+def main(command: Sequence[str]) -> int:
+    """Run ``command`` with its deck served to it, and return its exit code (``128 + n``
+    when signal ``n`` ended it); a deck that cannot be built is one line on stderr and 2,
+    before the program starts."""
+    try:
+        with foreign_deck(os.environ) as served:
+            try:
+                program = subprocess.Popen(list(command), env={**os.environ, **served.env})
+            except OSError as exc:
+                raise ConfigError(f"cannot run {command[0]}: {exc.strerror}") from None
+            served.program = program
+            # Ctrl-C reaches the program too: it decides how to end, and its calls are kept.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            code = program.wait()
+            served.finish(code)
+    except FaultdeckError as exc:
+        sys.stderr.write(f"faultdeck: {exc}\n")
+        return 2
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
