@@ -1,5 +1,5 @@
-"""What the adapters' tests of requests and urllib share: the recordings one module makes
-against httpbin and the fake upstream, and how they compare what the program saw."""
+"""What the adapters' tests of requests, urllib3 and urllib share: the recordings one module
+makes against httpbin and the fake upstream, and how they compare what the program saw."""
 
 from __future__ import annotations
 

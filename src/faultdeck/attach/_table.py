@@ -105,6 +105,7 @@ ADAPTERS: tuple[Adapter, ...] = (
     Adapter("httpx", "httpx", (0, 27), (1,), "faultdeck.attach._httpx:route"),
     Adapter("httpx2", "httpx2", (2, 16), (3,), "faultdeck.attach._httpx:route"),
     Adapter("requests", "requests.adapters", (2, 25), (3,), "faultdeck.attach._requests:route"),
+    Adapter("urllib3", "urllib3", (1, 26), (3,), "faultdeck.attach._urllib3:route"),
     Adapter(None, "urllib.request", route="faultdeck.attach._urllib:route"),
     Adapter("aiohttp", "aiohttp", (3, 12, 2), (4,), "faultdeck.attach._aiohttp:route"),
 )
