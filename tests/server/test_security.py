@@ -341,9 +341,9 @@ def test_concurrent_clients_record_every_line_then_replay_without_a_5xx(tmp_path
     asked = sorted(int(dict(e.args["query"])["i"]) for e in entries)
     assert asked == list(range(RECORDED))
 
-    # Three rounds over the recording: each answer is handed out once, every repeat (a miss
-    # after an answer, and a miss after a miss) is a clean miss, and nothing is a 5xx.
-    with served(tmp_path, "--cassettes", str(cassettes)) as server:
+    # Three rounds over the recording, strict: each answer is handed out once, every repeat
+    # (a miss after an answer, and a miss after a miss) is a clean miss, nothing is a 5xx.
+    with served(tmp_path, "--cassettes", str(cassettes), "--repeats", "strict") as server:
         replayed = asyncio.run(hammer(server.url, paths * ROUNDS))
     assert len(replayed) == ROUNDS * RECORDED
     assert [s for _, s, _ in replayed if s >= 500] == []
@@ -353,6 +353,11 @@ def test_concurrent_clients_record_every_line_then_replay_without_a_5xx(tmp_path
     assert len(misses) == (ROUNDS - 1) * RECORDED
     assert {m["error"]["type"] for m in misses} == {"faultdeck_replay_miss"}
     assert os.path.exists(cassettes / "load.jsonl")
+
+    # Cycling (the default), every round is answered: each path its one answer, each time.
+    with served(tmp_path, "--cassettes", str(cassettes)) as server:
+        cycled = asyncio.run(hammer(server.url, paths * ROUNDS))
+    assert sorted(path for path, status, _ in cycled if status == 200) == sorted(paths * ROUNDS)
 
 
 def test_a_body_that_says_json_and_is_not_is_a_400_before_any_lookup(tmp_path: Path) -> None:

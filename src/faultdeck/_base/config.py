@@ -25,8 +25,9 @@ Match = Literal["keyed", "strict"]
 """``keyed`` tolerates reordering of calls; ``strict`` wants each call at its recorded seq."""
 Durability = Literal["flush", "fsync"]
 """``flush`` each line to the OS before the call returns, or ``fsync`` it to the disk."""
-Repeats = Literal["miss", "last"]
-"""What a call asked more often than it was recorded gets."""
+Repeats = Literal["miss", "last", "cycle"]
+"""What a call asked more often than it was recorded gets: a miss, the last recorded answer
+again, or its recorded answers again from the first."""
 Latency = Literal["recorded"]
 """``recorded``: replayed calls take their recorded time on the deck's clock."""
 OnHarnessChange = Literal["warn", "ignore"]

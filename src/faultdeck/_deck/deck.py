@@ -37,7 +37,7 @@ from .call import Call
 from .environ import deck_from_env, env
 from .fork import check_fork
 from .report import CallRecord, Report
-from .resuming import AWAITS
+from .resuming import abegin
 from .rules import deck_normalizer
 from .run import Run
 from .tools import tool
@@ -69,8 +69,11 @@ class Deck:
         on_harness_change: ``warn`` (default) or ``ignore`` when replaying a cassette
             recorded at another git commit.
         repeats: what a call asked more often than it was recorded gets: ``miss`` (default;
-            a retry storm shows as a ``ReplayMiss``) or ``last`` (the last recorded answer
-            again, as a rehearsal wants when a fault makes the loop retry a step).
+            a retry storm shows as a ``ReplayMiss``), ``last`` (the last recorded answer
+            again, as a rehearsal wants when a fault makes the loop retry a step) or
+            ``cycle`` (its recorded answers again from the first, in order: a key recorded
+            3 times answers 1, 2, 3, 1, 2, 3…, as a server wants that replays a program run
+            after run).
         replace: a fresh recording over an existing cassette is written beside it and
             replaces it when the run closes cleanly; ``False`` leaves it finished beside
             it, for a caller that decides later (``faultdeck record``, by exit status).
@@ -141,7 +144,7 @@ class Deck:
             normalizer=normalizer,
             redactor=self.redactor,
             allow_side_effects=allow_side_effects,
-            repeat_last=repeats == "last",
+            repeats=repeats,
             environ=self.environ,
             root=self._settings.root,
             on_harness_change=on_harness_change,
@@ -208,6 +211,21 @@ class Deck:
         """
         self._run.open()
 
+    def rewind(self) -> None:
+        """Start the replay over, as for the program's next run: every call's recorded
+        answers are served again from the first, and the seqs, the report, the id renaming
+        and the fault plan's counters start afresh. Opens the deck.
+
+        Raises:
+            ConfigError: the deck does not replay (its active mode is not ``replay``).
+        """
+        if self.active_mode != "replay":
+            raise ConfigError(
+                f"cannot rewind {self.path}: it is open in mode {self.active_mode}; "
+                "only a deck that replays starts over"
+            )
+        self._run.rewind(self.faults.start() if self.faults else None)
+
     def close(self, status: str = "ok") -> None:
         """Write the end line (when writing) and release the cassette."""
         self._run.close(status)
@@ -258,32 +276,7 @@ class Deck:
         """
         return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
 
-    async def abegin(
-        self,
-        kind: str,
-        name: str,
-        args: Any,
-        *,
-        schema_version: str = SCHEMA_DEFAULT,
-        step: Any = None,
-        meta: Any = None,
-        shaped: frozenset[str] = frozenset(),
-    ) -> Call:
-        """``begin`` for a caller on an event loop (``acall``, the async HTTP transport, the
-        MCP session): the same call through ``begin``, but a resumed call that another task's
-        reorder put ahead of the recorded calls before it waits for them without blocking
-        the loop, where ``begin`` would raise ``ReplayMiss`` rather than stall them."""
-        token = AWAITS.set(True)  # it may wait for its turn in catch_up, not on the lock
-        try:
-            call = self.begin(
-                kind, name, args, schema_version=schema_version, step=step, meta=meta,
-                shaped=shaped,
-            )  # fmt: skip
-        finally:
-            AWAITS.reset(token)
-        if call._behind:  # resumed ahead of the recording: wait for the calls before it
-            await self._run.turns.catch_up(call)
-        return call
+    abegin = abegin  # ``await deck.abegin(...)`` (``resuming.py``)
 
     def call(  # noqa: PLR0913 - the public call: options by keyword, as httpx's request()
         self,

@@ -17,6 +17,10 @@ are exactly the ones taken: such a take only moves the cursor, and the queues an
 catch up (in one pass) when anything else reads or takes. A long in-order replay then never
 touches a dict per call. A take by key of the very entry ``expected`` gives keeps that
 order; any other take ends it.
+
+A key asked more often than it was recorded gets what the repeat policy says: nothing (a
+miss), its last answer again (``last``), or its answers again from the first (``cycle``: a
+server answering one program run after another). ``rewind`` starts every key over.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from .._base.config import Repeats
 from .._cassette.format import Entry
 from .report import CallRecord, CallRef, Repeat
 
@@ -50,13 +55,17 @@ class ReplayIndex:
 
     Args:
         strict: queue by ``(key, seq)``, so that a call's seq must agree too.
-        repeat_last: a call asked more often than it was recorded gets the last recorded
-            answer again instead of nothing.
+        repeats: what a call asked more often than it was recorded gets: ``miss`` (nothing),
+            ``last`` (the last recorded answer again) or ``cycle`` (its recorded answers
+            again from the first: asked a k-th time, k past the r times it was recorded,
+            a key gets its ((k - 1) mod r + 1)-th answer).
     """
 
     __slots__ = (
         "_asked",
+        "_by_key",
         "_cursor",
+        "_cycle",
         "_entries",
         "_in_order",
         "_last",
@@ -71,9 +80,10 @@ class ReplayIndex:
         "_strict",
     )
 
-    def __init__(self, *, strict: bool, repeat_last: bool) -> None:
+    def __init__(self, *, strict: bool, repeats: Repeats = "miss") -> None:
         self._strict = strict
-        self._repeat_last = repeat_last
+        self._repeat_last = repeats == "last"
+        self._cycle = repeats == "cycle"
         # A key's entry, or a deque of them when the key was recorded more than once.
         self._queues: dict[Any, Entry | deque[Entry]] = {}
         self._entries: Sequence[Entry] = ()
@@ -84,6 +94,8 @@ class ReplayIndex:
         self._in_order = True
         self._settled = 0
         self._recorded: Counts | None = Counts()
+        # Cycling: each key's entries in file order, gathered when a key first starts over.
+        self._by_key: dict[str, list[Entry]] | None = None
         self._last: dict[str, Entry] = {}
         self._last_served_seq = 0
         self._remaining = 0
@@ -119,7 +131,18 @@ class ReplayIndex:
         self._cursor = self._settled = 0
         self._in_order = True
         self._recorded = None  # counted from the entries when first read
+        self._by_key = None
         self._remaining = len(entries)
+
+    def rewind(self) -> None:
+        """Start over, as a new run of the program: every key's answers queued again from
+        the first, nothing asked, served or taken out of order."""
+        self.load(self._entries)
+        self._last = {}
+        self._last_served_seq = 0
+        self._asked = Counts()
+        self._served = 0
+        self._order_changes = 0
 
     # -- what the report reads -------------------------------------------------------------
 
@@ -169,19 +192,22 @@ class ReplayIndex:
             self._passed(entry)
             return entry
         asked = self._asked
-        asked[key] = asked.get(key, 0) + 1
-        # Asked more often than recorded (a retry after an injected fault): with
-        # repeat_last the same request gets the same answer again; repeats() still counts it.
-        entry = self._last.get(key)  # type: ignore[assignment]
-        if entry is not None:
-            self._serve(entry)
-        return entry
+        times = asked[key] = asked.get(key, 0) + 1
+        # Asked more often than recorded (a retry after an injected fault, the program run
+        # again): with repeat_last the same request gets the same answer again, cycling its
+        # answers start over; repeats() still counts it.
+        again = self._again(key, times) if self._cycle else self._last.get(key)
+        if again is not None:
+            self._serve(again)
+        return again
 
     def has(self, key: str, seq: int) -> bool:
         """Whether ``take(key, seq)`` would give an answer (without counting the ask)."""
         self._settle()
         if self._queues.get((key, seq) if self._strict else key):
             return True
+        if self._cycle:
+            return 0 < self.recorded[key] <= self._asked[key]
         return key in self._last
 
     def queued(self, entry: Entry) -> bool:
@@ -231,6 +257,19 @@ class ReplayIndex:
             i += 1
         self._cursor = n
         return None
+
+    def _again(self, key: str, times: int) -> Entry | None:
+        """Cycling, the answer the ``times``-th ask of ``key`` gets once it was asked as
+        often as recorded: its recorded answers start over from the first."""
+        recorded = self.recorded[key]
+        if times <= recorded or not recorded:
+            return None
+        by_key = self._by_key
+        if by_key is None:
+            by_key = self._by_key = {}
+            for entry in self._entries:
+                by_key.setdefault(entry.key, []).append(entry)
+        return by_key[key][(times - 1) % recorded]
 
     def _serve(self, entry: Entry) -> None:
         """Count ``entry`` as served, and as an order change when it was recorded earlier."""

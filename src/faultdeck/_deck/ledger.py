@@ -80,6 +80,13 @@ class Ledger:
         self.log: list[CallRecord] = []
         self.unanswered: list[str] = []
 
+    def restart(self) -> IdMap:
+        """Forget the run so far, for a replay that starts over: its log, its unanswered
+        calls and its ids (a new run names them afresh, from the first). The new ids."""
+        self.log, self.unanswered = [], []
+        self.ids = IdMap()
+        return self.ids
+
     @property
     def mode(self) -> str:
         """The mode decided on opening (``once`` becomes ``replay`` or ``record``)."""

@@ -12,11 +12,43 @@ from typing import Any, Protocol
 from .._base import terms
 from .._base.errors import CallInDoubt, ReplayMiss
 from .._base.words import ordinal, plural
-from .._cassette.format import Entry
+from .._cassette.format import Entry, Intent, Recording
 from .._keys.fields import field_diff, preview_pair
+from .index import ReplayIndex
 
 NEAREST_LIMIT = 500
 DIFF_SHOWN = 8
+
+
+def miss_in(
+    call: _Asked,
+    index: ReplayIndex,
+    recording: Recording | None,
+    *,
+    cassette: str,
+    strict: bool,
+    waited: Sequence[Entry | Intent] = (),
+    waited_s: float = 0.0,
+) -> ReplayMiss:
+    """The ``ReplayMiss`` of ``call`` in a run that replays ``recording`` through ``index``
+    (``build_miss`` says what each fact is)."""
+    return build_miss(
+        cassette=cassette,
+        seq=call.seq,
+        kind=call.kind,
+        name=call.name,
+        key=call.key,
+        args=call.args,
+        schema=call.schema,
+        agreed=index.served,
+        recorded=index.recorded.get(call.key, 0),
+        asked=index.asked[call.key],
+        strict=strict,
+        entries=recording.entries if recording is not None else (),
+        unused={id(e) for e in index.unused()},
+        waited=sorted((w.seq, w.kind, w.name) for w in waited),
+        waited_s=waited_s,
+    )
 
 
 def build_miss(  # noqa: PLR0913 - keyword-only: every fact a miss message names
@@ -125,6 +157,11 @@ class _Call(Protocol):
     kind: str
     name: str
     key: str
+
+
+class _Asked(_Call, Protocol):
+    args: Any
+    schema: str
 
 
 def in_doubt(call: _Call, where: str, line: int) -> CallInDoubt:

@@ -12,9 +12,9 @@ numbered at or before its seq, recorded or in flight, has been asked again. It t
 live, as the call the killed run had not reached. A call that is still ahead of the
 recording when the wait ends, or that nobody else could ask for (no other thread, no other
 task), is a divergence: ``ReplayMiss``, as before. A sync call waits on the run's lock (it
-lets the others in); a caller on an event loop (``Deck.abegin``: ``acall``, the async HTTP
-transport, the MCP session) waits without blocking the loop (``catch_up``). The ``Run``
-owns one ``Turns``.
+lets the others in); a caller on an event loop (``Deck.abegin``, here: ``acall``, the async
+HTTP transport, the MCP session) waits without blocking the loop (``catch_up``). The
+``Run`` owns one ``Turns``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ReplayMiss
 from .._cassette.format import Entry, Intent
+from .._keys.canonical import SCHEMA_DEFAULT
 from .call import Call
 from .index import ReplayIndex
 
@@ -166,3 +167,31 @@ def _other_tasks(loop: asyncio.AbstractEventLoop) -> bool:
 
     current = asyncio.current_task(loop)
     return any(task is not current and not task.done() for task in asyncio.all_tasks(loop))
+
+
+async def abegin(
+    self: Any,
+    kind: str,
+    name: str,
+    args: Any,
+    *,
+    schema_version: str = SCHEMA_DEFAULT,
+    step: Any = None,
+    meta: Any = None,
+    shaped: frozenset[str] = frozenset(),
+) -> Call:
+    """``begin`` for a caller on an event loop (``acall``, the async HTTP transport, the
+    MCP session): the same call through ``begin``, but a resumed call that another task's
+    reorder put ahead of the recorded calls before it waits for them without blocking
+    the loop, where ``begin`` would raise ``ReplayMiss`` rather than stall them."""
+    token = AWAITS.set(True)  # it may wait for its turn in catch_up, not on the lock
+    try:
+        call: Call = self.begin(
+            kind, name, args, schema_version=schema_version, step=step, meta=meta,
+            shaped=shaped,
+        )  # fmt: skip
+    finally:
+        AWAITS.reset(token)
+    if call._behind:  # resumed ahead of the recording: wait for the calls before it
+        await self._run.turns.catch_up(call)
+    return call

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._base.clock import Clock
-from .._base.config import Durability
+from .._base.config import Durability, Repeats
 from .._base.context import step_now
 from .._base.errors import ArgumentError, CassetteCorrupt, ConfigError, ReplayMiss
 from .._cassette.format import Entry, Intent
@@ -39,7 +39,7 @@ from .call import Call
 from .fork import ForkPoint
 from .index import ReplayIndex
 from .ledger import Ledger
-from .miss import build_miss
+from .miss import miss_in
 from .opening import Cassette
 from .report import CallRecord, Report
 from .reporting import build_report
@@ -69,7 +69,7 @@ class Run:
         normalizer: normalizes (and redacts) args before keying, outputs before writing.
         redactor: masks secrets before anything is keyed or written.
         allow_side_effects: side-effecting calls may run live.
-        repeat_last: a call asked more often than recorded gets the last answer again.
+        repeats: what a call asked more often than recorded gets (``ReplayIndex``).
         environ: the environment whose locale and hash seed go into a new header.
         root: the project root, whose git commit is recorded and compared.
         on_harness_change: ``warn`` or ``ignore`` on a cassette from another commit.
@@ -95,7 +95,7 @@ class Run:
         normalizer: Normalizer,
         redactor: Redactor,
         allow_side_effects: bool,
-        repeat_last: bool,
+        repeats: Repeats,
         environ: Mapping[str, str],
         root: str,
         on_harness_change: str,
@@ -104,7 +104,7 @@ class Run:
     ) -> None:
         self.path = path
         self.lock = threading.RLock()
-        self.index = ReplayIndex(strict=match == "strict", repeat_last=repeat_last)
+        self.index = ReplayIndex(strict=match == "strict", repeats=repeats)
         self.cassette = Cassette(
             path,
             mode,
@@ -164,6 +164,13 @@ class Run:
                 and not cassette.faulted
                 and recording.rules == self.normalizer.fingerprint
             )
+
+    def rewind(self, fault_run: FaultRun | None) -> None:
+        """Start a replay over with ``fault_run``'s counters; see ``Deck.rewind``."""
+        with self.lock:
+            self.index.rewind()
+            self.ids = self.ledger.restart()
+            self._fault_run, self._in_file_order, self._seq = fault_run, True, 0
 
     def close(self, status: str) -> None:
         """Write the end line (when writing) and release the cassette; once."""
@@ -335,25 +342,11 @@ class Run:
 
     def _miss(self, call: Call, waited: Sequence[Entry | Intent] = ()) -> ReplayMiss:
         call._log("miss")
-        index = self.index
-        recording = self.cassette.recording
-        return build_miss(
-            cassette=self._fork.parent if self._fork is not None else self.path,
-            seq=call.seq,
-            kind=call.kind,
-            name=call.name,
-            key=call.key,
-            args=call.args,
-            schema=call.schema,
-            agreed=index.served,
-            recorded=index.recorded.get(call.key, 0),
-            asked=index.asked[call.key],
-            strict=self._match == "strict",
-            entries=recording.entries if recording is not None else (),
-            unused={id(e) for e in index.unused()},
-            waited=sorted((w.seq, w.kind, w.name) for w in waited),
-            waited_s=TURN_WAIT,
-        )
+        cassette = self._fork.parent if self._fork is not None else self.path
+        return miss_in(
+            call, self.index, self.cassette.recording, cassette=cassette,
+            strict=self._match == "strict", waited=waited, waited_s=TURN_WAIT,
+        )  # fmt: skip
 
     # -- the report ------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import socket
 import sys
@@ -10,11 +11,13 @@ from typing import cast
 
 import click
 
+from .._base import terms
 from .._base.config import MODES, Mode
 from ..faults import FaultPlan
-from ..server._config import MAX_BODY
+from ..server._config import MAX_BODY, SERVED_REPEATS, ServedRepeats
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+DEFAULT_PORT = 8765
 
 
 @click.command()
@@ -29,7 +32,7 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
-    default=8765,
+    default=DEFAULT_PORT,
     show_default=True,
     help="The port; 0 picks a free one.",
 )
@@ -39,6 +42,14 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
     default="replay",
     show_default=True,
     help="Every cassette's mode: replay never reaches the upstream.",
+)
+@click.option(
+    "--repeats",
+    type=click.Choice(SERVED_REPEATS),
+    default="cycle",
+    show_default=True,
+    help="A request asked more often than recorded: cycle its answers from the first "
+    "(the program's next run), or strict: a 404 miss (a retry storm).",
 )
 @click.option("--upstream", help="The provider's origin live calls go to (https://api.openai.com).")
 @click.option(
@@ -60,11 +71,12 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
     metavar="BYTES",
     help="The largest request body read; a larger one is a 413.",
 )
-def serve(
+def serve(  # noqa: PLR0913 - one parameter per option, as click passes them
     cassettes: str,
     host: str,
     port: int,
     mode: str,
+    repeats: str,
     upstream: str | None,
     plan: str | None,
     token: str | None,
@@ -76,6 +88,7 @@ def serve(
     \b
     faultdeck serve --mode record --upstream https://api.openai.com
     faultdeck serve --cassettes runs --faults plans/quota.json
+    faultdeck serve --repeats strict    # asked more than recorded: a 404 miss
     OpenAI base URL: http://127.0.0.1:8765/c/NAME/v1; Anthropic: http://127.0.0.1:8765/c/NAME
     """
     check_reach(host, token)
@@ -97,7 +110,9 @@ def serve(
         faults=FaultPlan.load(plan) if plan is not None else None,
         token=token,
         max_body=max_body,
+        repeats=cast("ServedRepeats", repeats),  # click.Choice checked it
     )
+    speak(cassettes, port, upstream)
     app = make_app(config)
     sock = bind(host, port)
     url = base_url(host, sock.getsockname()[1])
@@ -133,6 +148,17 @@ def check_reach(host: str, token: str | None) -> None:
             f"--host {host} is reachable from other machines; "
             "set --token (or FAULTDECK_TOKEN) to serve there"
         )
+
+
+def speak(cassettes: str, port: int, upstream: str | None) -> None:
+    """Hints (a replay miss's, a missing cassette's) name this server in a recording mode,
+    on the same folder and port, so the program's base URL stays as it is."""
+    where = f"--cassettes {shlex.quote(cassettes)}"
+    if port not in (0, DEFAULT_PORT):
+        where += f" --port {port}"
+    origin = f"--upstream {shlex.quote(upstream) if upstream else 'URL'}"
+    modes = ("record", "append", "resume")  # the order of ``Terms``' fields
+    terms.use(terms.Terms(*(f"faultdeck serve {where} --mode {m} {origin}" for m in modes)))
 
 
 def clean_stop(sig: int, frame: object) -> None:

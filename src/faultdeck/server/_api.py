@@ -1,8 +1,8 @@
-"""The JSON API: the cassettes in the folder, one cassette, and the diff of two.
+"""The JSON API: the cassettes in the folder, one cassette, the diff of two, and a rewind.
 
 Every name goes through ``cassette_path``; a refused name answers its status with
 ``{"error": {"type", "message"}}``, an unknown cassette 404, a corrupt one 422 with the cassette
-error's one line.
+error's one line, a cassette that is being recorded 409 to a rewind.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from .._cassette.reader import load
 from .._cassette.summary import show_json
 from .._diff.align import CallPathDiff, diff_recordings
 from .._diff.render import diff_json
-from ._config import ServerConfig
+from ._config import REPLAYS, ServerConfig
 from ._names import NameRefused, cassette_path
+from ._proxy import Decks
 from ._responses import refusal
 from ._views import summaries
 
@@ -86,6 +87,35 @@ def diff_of(config: ServerConfig, request: Request) -> CallPathDiff:
     return replace(diff, a=names["a"], b=names["b"])
 
 
+def rewound(config: ServerConfig, decks: Decks, name: str) -> bool:
+    """Start the replay of cassette ``name`` over (``Deck.rewind``): every key's answers
+    from the first again, its counts afresh. Whether its deck was open: one that is not
+    starts at its first answers anyway.
+
+    Raises:
+        Refused: the name is refused (its status), there is no such cassette (404), or it
+            is recorded into, not replayed (409).
+    """
+    try:
+        path = cassette_path(config.cassettes, name)
+    except NameRefused as exc:
+        raise Refused(exc.status, exc.reason) from None
+    deck = decks.opened(path)
+    if deck is None and not path.is_file():
+        raise Refused(404, f"no cassette named {name!r} in the cassettes folder")
+    mode = config.mode if deck is None else deck.active_mode  # once is decided when open
+    if mode not in REPLAYS:
+        raise Refused(
+            409,
+            f"cassette {name!r} is recorded into (mode {mode}), not replayed: only a "
+            "replayed cassette starts over; serve it with --mode replay to rewind it",
+        )
+    if deck is None:
+        return False
+    deck.rewind()
+    return True
+
+
 def api_routes(config: ServerConfig) -> list[BaseRoute]:
     """The routes of the JSON API under ``/api``.
 
@@ -95,10 +125,12 @@ def api_routes(config: ServerConfig) -> list[BaseRoute]:
     ``GET /api/cassettes``: every cassette in the folder (``name``, ``calls``, ``status``,
     ``git_sha``, ``size``). ``GET /api/cassettes/{name}``: one cassette, as ``faultdeck
     show --format json``. ``GET /api/diff?a=NAME&b=NAME``: their diff, as ``faultdeck diff
-    --format json`` (200 whether or not they differ).
+    --format json`` (200 whether or not they differ). ``POST /api/cassettes/{name}/rewind``:
+    the cassette's replay starts over (``rewound``), ``{"ok": true, "cassette", "open"}``.
 
     Args:
-        config: the server's settings; only ``cassettes`` is read here.
+        config: the server's settings; ``cassettes`` is read here, and ``mode`` by a
+            rewind.
     """
 
     def cassettes(request: Request) -> Response:
@@ -117,8 +149,19 @@ def api_routes(config: ServerConfig) -> list[BaseRoute]:
         except Refused as exc:
             return refusal(exc.status, exc.reason)
 
+    async def rewind(request: Request) -> Response:
+        # On the event loop, as the proxy: no request opens the deck between the look and
+        # the rewind.
+        name = request.path_params["name"]
+        try:
+            was_open = rewound(config, request.app.state.decks, name)
+        except Refused as exc:
+            return refusal(exc.status, exc.reason)
+        return json_response({"ok": True, "cassette": name, "open": was_open})
+
     return [
         Route("/api/cassettes", cassettes, methods=["GET"]),
+        Route("/api/cassettes/{name:path}/rewind", rewind, methods=["POST"]),
         Route("/api/cassettes/{name:path}", cassette, methods=["GET"]),
         Route("/api/diff", diff, methods=["GET"]),
     ]

@@ -37,7 +37,7 @@ from .._cassette.reader import load
 from .._cassette.writer import partial_path
 from .._deck.deck import Deck
 from ..http import AsyncTransport
-from ._config import ServerConfig
+from ._config import DECK_REPEATS, REPLAYS, ServerConfig
 from ._faults import HEADER, RequestFaults, parse_header, request_fault
 from ._names import NameRefused, cassette_name, cassette_path
 from ._responses import error
@@ -134,6 +134,11 @@ class Decks:
         """The names of the cassettes open now."""
         return sorted(cassette_name(self.config.cassettes, Path(p)) for p in self._open)
 
+    def opened(self, path: Path) -> Deck | None:
+        """The deck open on the cassette file ``path`` (from ``cassette_path``), if any."""
+        opened = self._open.get(str(path))
+        return opened.deck if opened is not None else None
+
     async def client(self, name: str) -> httpx.AsyncClient:
         """The client for cassette ``name``, opening its deck on first use.
 
@@ -159,7 +164,9 @@ class Decks:
             missing = [p for p in path.parents if not p.exists()]
             made = (path, *missing)  # innermost first: the order they are taken back in
             path.parent.mkdir(parents=True, exist_ok=True)
-        deck = Deck(path, mode=config.mode, faults=RequestFaults(config.faults))
+        # Only a replay cycles: append and resume record what a repeat asks for.
+        repeats = DECK_REPEATS[config.repeats] if config.mode in REPLAYS else "miss"
+        deck = Deck(path, mode=config.mode, faults=RequestFaults(config.faults), repeats=repeats)
         deck.open()
         inner: Any = (
             _NoUpstream()

@@ -4,7 +4,9 @@ Routes:
 
 * ``ANY /c/{name}/v1/…`` — the replay proxy (``_proxy``): an OpenAI client's base URL is
   ``http://HOST:PORT/c/NAME/v1``, an Anthropic client's ``http://HOST:PORT/c/NAME``;
-* ``GET /api/health`` — ``{"ok": true, "mode": …, "cassettes": …, "open": [names]}``;
+* ``GET /api/health`` — ``{"ok": true, "mode": …, "repeats": …, "cassettes": …, "open":
+  [names]}``;
+* ``/api/…`` — the JSON API (``_api``): the cassettes, one cassette, a diff, a rewind;
 * whatever ``extra_routes`` brings.
 
 Every error is one line of JSON, ``{"error": {"type": …, "message": …}}``. With a token,
@@ -83,6 +85,7 @@ async def health(request: Request) -> Response:
         {
             "ok": True,
             "mode": config.mode,
+            "repeats": config.repeats,
             "cassettes": str(config.cassettes),
             "upstream": config.upstream,
             "open": decks.names,
