@@ -200,6 +200,13 @@ def test_a_failed_run_leaves_the_existing_fork_as_it_was(project: Path) -> None:
         (["runs/missing.jsonl", "--at", "1"], "runs/missing.jsonl: no such cassette"),
         (["runs/base.jsonl", "--at", "1", "-o", "runs/./base.jsonl"], "is CASSETTE itself"),
         (["runs/base.jsonl", "-o", "runs/new.jsonl"], "Missing option '--at'"),
+        (
+            ["runs/base.jsonl", "--at", "1", "--model", "other-model"],
+            "seq 2 of runs/base.jsonl, the first call after the fork point, is tool step, "
+            "whose recorded request names no model (a JSON body field 'model'), so it cannot "
+            "be sent to 'other-model'; fork at the seq just before a model request",
+        ),
+        (["runs/base.jsonl", "--at", "1", "--model", ""], "--model is empty"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(

@@ -192,6 +192,10 @@ def test_the_command_line_hands_the_fork_point_over_in_the_environment() -> None
     kwargs: dict[str, object] = {}
     fork_from_env({"FAULTDECK_FORK_PARENT": "runs/base.jsonl", "FAULTDECK_FORK_AT": "3"}, kwargs)
     assert kwargs == {"parent": "runs/base.jsonl", "at": 3}
+    onto: dict[str, object] = {}
+    env = {"FAULTDECK_FORK_PARENT": "p", "FAULTDECK_FORK_AT": "1", "FAULTDECK_FORK_MODEL": "m"}
+    fork_from_env(env, onto)
+    assert onto == {"parent": "p", "at": 1, "model": "m"}
     with pytest.raises(fd.ConfigError, match="FAULTDECK_FORK_AT='x'"):
         fork_from_env({"FAULTDECK_FORK_PARENT": "p", "FAULTDECK_FORK_AT": "x"}, {})
     untouched: dict[str, object] = {}

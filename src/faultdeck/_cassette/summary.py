@@ -1,10 +1,20 @@
-"""A cassette in brief, as ``faultdeck show --format json`` and the server's API give it."""
+"""A cassette in brief: as ``faultdeck show --format json`` and the server's API give it,
+and as ``faultdeck compare`` sums it up (its calls, the tokens its answers say they used,
+the time they took, the faults recorded in it, the models its requests asked for)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from .format import Recording
+from .format import Entry, Recording
+
+USAGE_IN = ("input_tokens", "prompt_tokens")
+"""The names a provider's ``usage`` gives the tokens read (Anthropic and OpenAI's Responses
+API, then OpenAI's Chat Completions), the first found counting."""
+USAGE_OUT = ("output_tokens", "completion_tokens")
+"""The names a provider's ``usage`` gives the tokens written, likewise."""
 
 
 def status(recording: Recording) -> str:
@@ -30,3 +40,103 @@ def show_json(recording: Recording, cassette: str) -> dict[str, Any]:
         "in_flight": [i.seq for i in recording.in_flight()],
         "calls": [dict(e.to_json(), line=e.line) for e in recording.entries],
     }
+
+
+def requested_model(args: Any) -> str | None:
+    """The model an HTTP request's args ask for: the ``model`` field of its JSON body (an
+    OpenAI or Anthropic request), or ``None`` (no body, not JSON, no such field)."""
+    if type(args) is not dict or "method" not in args:
+        return None
+    body = args.get("body")
+    model = body.get("model") if type(body) is dict else None
+    return model if type(model) is str and model else None
+
+
+def usage_counts(usage: Any) -> tuple[int | None, int | None]:
+    """The tokens read and written that a provider's ``usage`` object names, each ``None``
+    where it names none."""
+    if type(usage) is not dict:
+        return None, None
+    return _count(usage, USAGE_IN), _count(usage, USAGE_OUT)
+
+
+def _count(usage: dict[str, Any], names: tuple[str, ...]) -> int | None:
+    for name in names:
+        count = usage.get(name)
+        if type(count) is int:
+            return count
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Brief:
+    """A cassette summed up, as ``faultdeck compare`` prints a row of it.
+
+    Attributes:
+        calls: how many calls it recorded.
+        tokens_in, tokens_out: the tokens its answers say they read and wrote, summed over
+            the calls whose answers say (``None``: no answer says).
+        ms: the recorded time of its calls, summed, in milliseconds.
+        faults: how many of its calls were recorded under an injected fault.
+        models: the models its requests asked for, each once, in the order first asked.
+    """
+
+    calls: int
+    tokens_in: int | None
+    tokens_out: int | None
+    ms: float
+    faults: int
+    models: tuple[str, ...]
+
+
+def brief(recording: Recording) -> Brief:
+    """``recording`` summed up (``Brief``)."""
+    tokens: list[int | None] = [None, None]
+    models: dict[str, None] = {}
+    for entry in recording.entries:
+        for side, count in enumerate(entry_tokens(entry)):
+            if count is not None:
+                tokens[side] = (tokens[side] or 0) + count
+        model = requested_model(entry.args)
+        if model is not None:
+            models.setdefault(model)
+    return Brief(
+        calls=len(recording.entries),
+        tokens_in=tokens[0],
+        tokens_out=tokens[1],
+        ms=round(sum(entry.ms for entry in recording.entries), 3),
+        faults=sum(entry.fault is not None for entry in recording.entries),
+        models=tuple(models),
+    )
+
+
+def entry_tokens(entry: Entry) -> tuple[int | None, int | None]:
+    """The tokens one recorded answer says it read and wrote. A stream says it in its
+    events (OpenAI's last chunk when usage was asked for; Anthropic's ``message_start``
+    and ``message_delta``): the last event that names each count gives it."""
+    found: list[int | None] = [None, None]
+    for body in _answers(entry):
+        for side, count in enumerate(usage_counts(body.get("usage"))):
+            if count is not None:
+                found[side] = count
+    return found[0], found[1]
+
+
+def _answers(entry: Entry) -> Iterator[dict[str, Any]]:
+    """The objects of a recorded answer that may hold a ``usage``: its body (an HTTP
+    answer's, or the value itself), or each stream event's data; and the envelope inside
+    (a Responses stream's ``response``, an Anthropic stream's ``message``)."""
+    value = entry.value
+    if entry.result == "error" or type(value) is not dict:
+        return
+    if entry.result == "stream":
+        bodies = [event.get("data") for event in value.get("events", ()) if type(event) is dict]
+    else:
+        bodies = [value.get("body") if "status" in value and "body" in value else value]
+    for body in bodies:
+        if type(body) is not dict:
+            continue
+        inner = body.get("response") or body.get("message")
+        if type(inner) is dict:
+            yield inner
+        yield body

@@ -58,12 +58,14 @@ class Call:
         fault_applied: the recorded answer already carries ``fault`` (the call was recorded
             under it): shape nothing again.
         idempotency_key: the key a side-effecting call runs with, once it starts.
+        model: the model the caller sends the call to instead of the one its args asked
+            for (a fork's ``model``; ``Deck.begin(…, retarget=True)``), else ``None``.
     """
 
     __slots__ = (
         "_behind", "_finished", "_intent", "_ledger", "_rekey", "_resumes", "_skipped",
         "_streamed", "args", "fault", "fault_applied", "idempotency_key", "key", "kind", "meta",
-        "name", "recorded", "records", "schema", "seq", "started", "step",
+        "model", "name", "recorded", "records", "schema", "seq", "started", "step",
     )  # fmt: skip
 
     # fmt: off
@@ -81,6 +83,7 @@ class Call:
         self.fault: Fault | None = None
         self.fault_applied = False
         self.idempotency_key: str | None = None
+        self.model: str | None = None
         # The intent, in flight at a kill, that this call runs again (with side effects,
         # it may have run already: in doubt), and whether it was then skipped.
         self._resumes: Intent | None = None

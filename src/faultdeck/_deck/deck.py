@@ -41,6 +41,7 @@ from .resuming import abegin
 from .rules import deck_normalizer
 from .run import Run
 from .tools import tool
+from .waits import waits
 
 T = TypeVar("T")
 
@@ -82,6 +83,8 @@ class Deck:
             ``parent`` (a miss is a ``ReplayMiss``), later ones run live and are recorded.
             The new cassette starts with ``parent``'s calls up to ``at``, so it replays on
             its own, and its header names ``parent`` (path, ``at``, sha256 of its bytes).
+        model: in mode ``fork``, the model the HTTP requests after ``at`` are sent to in
+            place of the one they ask for; the header names it (``retarget.py``).
 
     Attributes:
         path, mode, match, durability, clock, latency, redactor: as configured.
@@ -110,13 +113,14 @@ class Deck:
         replace: bool = True,
         parent: str | os.PathLike[str] | None = None,
         at: int | None = None,
+        model: str | None = None,
     ) -> None:
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
         self.mode: Mode = check_choice(
             "mode", mode or self._settings.mode or "replay", (*_config.MODES, "fork")
         )
-        fork = check_fork(self.path, self.mode, parent, at)
+        fork = check_fork(self.path, self.mode, parent, at, model)
         self.match: Match = check_choice("match", match or self._settings.match, _config.MATCHES)
         self.durability: Durability = check_choice(
             "durability", durability or self._settings.durability, _config.DURABILITIES
@@ -253,6 +257,7 @@ class Deck:
         step: Any = None,
         meta: Any = None,
         shaped: frozenset[str] = frozenset(),
+        retarget: bool = False,
     ) -> Call:
         """Decide one boundary call and hand it back to be finished: the one way in. With
         ``call.recorded``, finish it with ``call.replay()``; else it runs live
@@ -268,13 +273,14 @@ class Deck:
             meta: free-form data stored with the call, never part of the key.
             shaped: fault kinds the caller shapes into the answer itself (the HTTP boundary
                 breaks a tool call inside a 200); other raising faults get no answer.
+            retarget: the caller sends the call to ``call.model`` when set (a fork's ``model``).
 
         Raises:
             ReplayMiss: the cassette has no answer for this call and the mode may not run it.
             ArgumentError: args hold a value that is not JSON, or the kind is not one of
                 the four.
         """
-        return self._run.begin(kind, name, args, schema_version, step, meta, shaped)
+        return self._run.begin(kind, name, args, schema_version, step, meta, shaped, retarget)
 
     abegin = abegin  # ``await deck.abegin(...)`` (``resuming.py``)
 
@@ -323,7 +329,7 @@ class Deck:
             check_choice("on_in_doubt", on_in_doubt, _config.ON_IN_DOUBT)
         call = self.begin(kind, name, args, schema_version=schema_version, step=step, meta=meta)
         if call.fault is not None or self.latency is not None:
-            for seconds in self._waits(call):
+            for seconds in waits(call, self.latency):
                 self.clock.advance(seconds)
         if call.recorded is not None:
             answer: T = call.replay()
@@ -358,7 +364,7 @@ class Deck:
             kind, name, args, schema_version=schema_version, step=step, meta=meta
         )
         if call.fault is not None or self.latency is not None:
-            for seconds in self._waits(call):
+            for seconds in waits(call, self.latency):
                 await self.clock.aadvance(seconds)
         if call.recorded is not None:
             answer: T = call.replay()
@@ -372,18 +378,6 @@ class Deck:
                 value = None if awaitable is None else await awaitable
             call.result(value)
         return cast(T, value)
-
-    def _waits(self, call: Call) -> tuple[float, ...]:
-        """What ``call`` and ``acall`` share before an answer: the fault raised if it raises,
-        and the waits on the clock: the fault's delay, then the recorded time when latency
-        is replayed (less a delay the recording was made under: its ms hold it)."""
-        fault, recorded = call.fault, call.recorded
-        call.inject()
-        waits: tuple[float, ...] = (call.delay,) if fault is not None else ()
-        if recorded is not None and self.latency == "recorded":
-            delay = call.delay if call.fault_applied else 0.0
-            waits += (max(0.0, recorded.ms / 1000 - delay),)
-        return waits
 
     env = env  # ``deck.env(name)`` (``environ.py``)
     tool = tool  # ``@deck.tool`` (``tools.py``)

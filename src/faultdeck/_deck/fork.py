@@ -7,8 +7,9 @@ recorded, so it replays on its own; its header names OLD (``parent``: the path, 
 the sha256 of OLD's bytes), which ``faultdeck diff`` and ``faultdeck show`` read. OLD is
 never written: an exploration gets a cassette of its own instead of a looser key.
 
-The decision per call stays in ``Run.begin``; this module checks the options, reads the
-parent and says what the new cassette starts with.
+With ``model=``, the calls after the fork point are sent to another model, and NEW's
+header says so (``retarget.py``). The decision per call stays in ``Run.begin``; this module
+checks the options, reads the parent and says what the new cassette starts with.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .._base.errors import ConfigError
 from .._cassette import store
 from .._cassette.format import Recording
 from .._cassette.session import load_hashed
+from .retarget import MODEL_ENV, check_model, fork_retarget, retarget_of
 
 PARENT_ENV = "FAULTDECK_FORK_PARENT"
 """The variable ``faultdeck fork`` names the parent cassette in, for ``Deck.from_env``."""
@@ -36,21 +38,29 @@ class ForkPoint:
     Attributes:
         parent: the parent cassette, as given.
         at: the calls with seq 1 to ``at`` replay from it; later ones run live.
+        model: the model the live calls are sent to, if not the one they ask for.
     """
 
     parent: str
     at: int
+    model: str | None = None
 
 
 def check_fork(
-    cassette: str, mode: str, parent: str | os.PathLike[str] | None, at: int | None
+    cassette: str,
+    mode: str,
+    parent: str | os.PathLike[str] | None,
+    at: int | None,
+    model: str | None = None,
 ) -> ForkPoint | None:
     """The fork point of a deck's options, or ``None`` for a deck that does not fork.
 
     Raises:
-        ConfigError: ``fork`` without ``parent`` and ``at``, either of them without
-            ``fork``, ``at`` not a whole number from 0, or the parent is the cassette itself.
+        ConfigError: ``fork`` without ``parent`` and ``at``, any of them or ``model``
+            without ``fork``, ``at`` not a whole number from 0, ``model`` empty, or the
+            parent is the cassette itself.
     """
+    check_model(mode, model)
     if mode != "fork":
         if parent is not None or at is not None:
             given = "parent=" if parent is not None else "at="
@@ -72,7 +82,7 @@ def check_fork(
             f"fork of {parent} into itself: a fork records into a new cassette and leaves "
             "its parent as it was; name another file"
         )
-    return ForkPoint(parent, at)
+    return ForkPoint(parent, at, model)
 
 
 def _same(a: str, b: str) -> bool:
@@ -82,7 +92,8 @@ def _same(a: str, b: str) -> bool:
 
 
 def fork_from_env(env: Mapping[str, str], kwargs: dict[str, Any]) -> None:
-    """Put the fork point ``faultdeck fork`` set in ``env`` into a deck's ``kwargs``.
+    """Put the fork point ``faultdeck fork`` set in ``env`` (and the model its live calls
+    are sent to, ``FAULTDECK_FORK_MODEL``) into a deck's ``kwargs``.
 
     Raises:
         ConfigError: ``FAULTDECK_FORK_AT`` is not a whole number.
@@ -95,6 +106,8 @@ def fork_from_env(env: Mapping[str, str], kwargs: dict[str, Any]) -> None:
     if not at.isdigit():
         raise ConfigError(f"{AT_ENV}={at!r} is not a whole number from 0: the seq to fork after")
     kwargs.setdefault("at", int(at))
+    if env.get(MODEL_ENV):
+        kwargs.setdefault("model", env[MODEL_ENV])
 
 
 def start_fork(
@@ -102,11 +115,13 @@ def start_fork(
 ) -> tuple[Recording, dict[str, Any]]:
     """Read the parent: the recording the fork replays (the parent's calls with seq up to
     ``at``, in file order) and the header's ``parent`` field; ``option`` is how a message
-    names ``at`` (``--at `` on the command line).
+    names ``at`` (``--at `` on the command line). The ``parent`` field names the model the
+    live calls are sent to, when they are (``Retarget.header``).
 
     Raises:
         CassetteNotFound, CassetteCorrupt: the parent cannot be read.
-        ConfigError: ``at`` is beyond the parent's calls.
+        ConfigError: ``at`` is beyond the parent's calls, or the fork has a ``model`` and
+            the parent's call after ``at`` names none in its request.
     """
     recording, sha = load_hashed(fork.parent)
     highest = max((e.seq for e in recording.entries), default=0)
@@ -118,7 +133,12 @@ def start_fork(
     # File order, as the parent has them: calls a later append run added (their seqs start
     # again) keep their place after the calls that run replayed.
     shared = [e for e in recording.entries if e.seq <= fork.at]
+    first_live = next((e for e in recording.entries if e.seq == fork.at + 1), None)
+    inherited = retarget_of(recording.header.extra.get("parent"), fork.parent)
+    retarget = fork_retarget(inherited, fork.at, fork.model, first_live, fork.parent)
     parent = {"path": shown_path(fork.parent, root), "at": fork.at, "sha256": sha}
+    if retarget is not None:
+        parent.update(retarget.header(fork.at))
     return replace(recording, entries=tuple(shared)), parent
 
 

@@ -27,6 +27,7 @@ from .._keys.normalize import Normalizer
 from .fork import ForkPoint, start_fork
 from .index import ReplayIndex
 from .outage import outage_line
+from .retarget import Retarget, retarget_of
 
 log = logging.getLogger("faultdeck")
 
@@ -52,6 +53,8 @@ class Cassette:
         begun: resuming, the last seq the old run began.
         unseen: of those seqs, how many left no line (numbered, never written).
         harness_changed: ``(recorded, current)`` git SHAs when they differ.
+        retarget: the calls sent to another model than they ask for (a fork's ``model``,
+            from its options or, when it is read, its header).
     """
 
     def __init__(  # noqa: PLR0913 - keyword-only: the deck's options about its file
@@ -79,6 +82,7 @@ class Cassette:
         self.in_flight: dict[str, deque[Intent]] = {}
         self.begun = self.unseen = 0
         self.harness_changed: tuple[str, str] | None = None
+        self.retarget: Retarget | None = None
         self._lock, self._index, self._normalizer = lock, index, normalizer
         self._copy = store.WorkingCopy(path) if store.is_url(path) else None
         self._durability, self._replace, self._fork = durability, replace, fork
@@ -135,6 +139,8 @@ class Cassette:
                 volatile=self._normalizer.output_volatile,
                 parent=parent,
             )
+            if parent is not None:  # (the shared calls' header is the parent's own)
+                self.retarget = retarget_of(parent, self.path)
             rules = self._normalizer.fingerprint
             self.file.start(
                 header,
@@ -155,6 +161,7 @@ class Cassette:
 
     def _use(self, recording: Recording) -> None:
         self.recording = recording
+        self.retarget = retarget_of(recording.header.extra.get("parent"), recording.path)
         self._index.load(recording.entries)
         self.faulted = any(e.fault is not None for e in recording.entries)
         if recording.interrupted and self.mode != "resume":

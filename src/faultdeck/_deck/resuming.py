@@ -169,7 +169,7 @@ def _other_tasks(loop: asyncio.AbstractEventLoop) -> bool:
     return any(task is not current and not task.done() for task in asyncio.all_tasks(loop))
 
 
-async def abegin(
+async def abegin(  # noqa: PLR0913 - begin's options, by keyword
     self: Any,
     kind: str,
     name: str,
@@ -179,6 +179,7 @@ async def abegin(
     step: Any = None,
     meta: Any = None,
     shaped: frozenset[str] = frozenset(),
+    retarget: bool = False,
 ) -> Call:
     """``begin`` for a caller on an event loop (``acall``, the async HTTP transport, the
     MCP session): the same call through ``begin``, but a resumed call that another task's
@@ -188,7 +189,7 @@ async def abegin(
     try:
         call: Call = self.begin(
             kind, name, args, schema_version=schema_version, step=step, meta=meta,
-            shaped=shaped,
+            shaped=shaped, retarget=retarget,
         )  # fmt: skip
     finally:
         AWAITS.reset(token)

@@ -191,8 +191,10 @@ class Run:
         step: Any,
         meta: Any,
         shaped: frozenset[str],
+        retarget: bool = False,
     ) -> Call:
         """Number the call, key it and decide: the recorded answer, a live run, or a miss.
+        With ``retarget``, a call a fork sends to another model is keyed as sent.
 
         A resumed call ahead of the recording waits for the calls before it (``Turns``).
 
@@ -222,6 +224,9 @@ class Run:
             if mode == "fork" and seq > self._live_after:
                 mode = "record"  # past the fork point: every call runs live
             started = self.clock.now()
+            sent_to = None
+            if retarget and cassette.retarget is not None:
+                args, sent_to = cassette.retarget.apply(seq, kind, args)
             expected, norm, key = None, args, ""
             if mode != "off":
                 if self._stored_keys_hold:
@@ -234,6 +239,7 @@ class Run:
             call = Call(
                 ledger, seq, kind, name, key, norm, schema, step, meta, mode != "off", started
             )
+            call.model = sent_to
             fault, faults = None, self._fault_run
             if faults is not None and not faults.passes(seq, kind, name):  # else none can land
                 fault = faults.pick(CallInfo(seq, kind, name, call.key))

@@ -1,11 +1,12 @@
 """Forks read back: which of two cassettes forked from the other, and a cassette's lineage.
 
-A fork's header names its parent: ``{"parent": {"path", "at", "sha256"}}`` (``_deck/fork.py``
-writes it). ``forked`` tells ``diff`` that B (or A) forked from the other at seq N, so the
-diff starts there; ``lineage`` follows the parents of a cassette up to the first recording,
-for ``show``. A parent is the same file only if its bytes still hash to the recorded
-sha256: one found at the path but rewritten since is said to have changed, and shares no
-calls with its fork any more.
+A fork's header names its parent: ``{"parent": {"path", "at", "sha256"}}``, and ``model``
+when its live calls were sent to another model (``_deck/fork.py`` writes it). ``forked``
+tells ``diff`` that B (or A) forked from the other at seq N, so the diff starts there;
+``lineage`` follows the parents of a cassette up to the first recording, for ``show``. A
+parent is the same file only if its bytes still hash to the recorded sha256: one found at
+the path but rewritten since is said to have changed, and shares no calls with its fork any
+more.
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ class Parent:
         path: the parent as the header names it (relative to the project root, or as given).
         at: the fork point: the parent's calls with seq 1 to ``at`` were replayed.
         sha256: the sha256 of the parent's bytes when the fork was made.
+        model: the model the fork's calls after ``at`` were sent to, if another than they
+            asked for (``faultdeck fork --model``).
     """
 
     path: str
     at: int
     sha256: str
+    model: str | None = None
 
 
 def parent_of(recording: Recording) -> Parent | None:
@@ -51,7 +55,8 @@ def parent_of(recording: Recording) -> Parent | None:
     path, at, sha = field.get("path"), field.get("at"), field.get("sha256")
     if type(path) is not str or type(at) is not int or type(sha) is not str:
         return None
-    return Parent(path, at, sha)
+    model = field.get("model")
+    return Parent(path, at, sha, model if type(model) is str else None)
 
 
 def locate(parent: Parent, root: str) -> str:
@@ -108,6 +113,7 @@ class Link:
     Attributes:
         path: the cassette, as the header of its fork names it (the last link: as given).
         forked_at: the seq it forked from the link before it; ``None`` for the first.
+        model: the model its calls after ``forked_at`` were sent to, if it names one.
         state: ``found``; ``changed`` (rewritten since the next link forked from it, so it
             shares no calls with it any more); ``missing`` (not found or not readable: the
             lineage stops there).
@@ -116,6 +122,7 @@ class Link:
     path: str
     forked_at: int | None
     state: State = "found"
+    model: str | None = None
 
 
 def lineage(path: str, recording: Recording, *, root: str) -> tuple[Link, ...]:
@@ -125,10 +132,10 @@ def lineage(path: str, recording: Recording, *, root: str) -> tuple[Link, ...]:
     if parent is None:
         return ()
     found: list[tuple[str, State]] = [(path, "found")]  # newest first: (path, state)
-    points: list[int] = []  # points[i]: the seq found[i] forked from found[i + 1]
+    points: list[tuple[int, str | None]] = []  # points[i]: where found[i] forked from found[i + 1]
     seen = {path if store.is_url(path) else os.path.realpath(path)}
     while parent is not None and len(found) <= MAX_DEPTH:
-        points.append(parent.at)
+        points.append((parent.at, parent.model))
         where = locate(parent, root)
         key = where if store.is_url(where) else os.path.realpath(where)
         sha = file_sha256(where)
@@ -143,8 +150,8 @@ def lineage(path: str, recording: Recording, *, root: str) -> tuple[Link, ...]:
             parent = parent_of(load(where))
         except FaultdeckError:
             break
-    links = [
-        Link(p, points[i] if i < len(found) - 1 else None, state)
-        for i, (p, state) in enumerate(found)
-    ]
+    links = []
+    for i, (p, state) in enumerate(found):
+        at, model = points[i] if i < len(points) else (None, None)
+        links.append(Link(p, at, state, model))
     return tuple(reversed(links))

@@ -115,12 +115,15 @@ class _Hop:
 
         went: list[ClientResponse] = []
 
-        async def live(request: Any) -> Any:
+        async def live(asked: Any) -> Any:  # as the deck sends it (``request`` or changed)
+            if asked is not request:  # another body, for another model
+                req.headers.pop(hdrs.CONTENT_LENGTH, None)
+                req.update_body_from_data(asked.content)
             resp = await handler(req)
             went.append(resp)
             stream = _upstream(httpx2)(resp)
             return httpx2.Response(
-                resp.status, headers=list(resp.raw_headers), stream=stream, request=request
+                resp.status, headers=list(resp.raw_headers), stream=stream, request=asked
             )
 
         request, size = await _outgoing(req, httpx2)

@@ -103,22 +103,22 @@ def _send(deck: Deck, httpx: Any, adapter: Any, request: Any, sent: Callable[[An
         content=data,
     )
 
-    def live(routed: Any) -> Any:
+    def live(asked: Any) -> Any:  # ``asked``: the request as the deck sends it
         try:
-            inner = sent(prepared)
+            inner = sent(prepared if asked is routed else _sent_as(prepared, asked.content))
         except rq.RequestException as exc:
-            error = _recorded_error(exc, httpx, routed)
+            error = _recorded_error(exc, httpx, asked)
             if error is None:
                 raise
             raise error from exc
         raw = inner.raw
         return live_response(
             httpx,
-            routed,
+            asked,
             raw.status,
             raw.reason or "",
             raw.headers.iteritems(),
-            _pieces(raw, httpx, routed),
+            _pieces(raw, httpx, asked),
             lambda: _close(raw),
         )
 
@@ -129,6 +129,17 @@ def _send(deck: Deck, httpx: Any, adapter: Any, request: Any, sent: Callable[[An
     else:
         return adapter.build_response(request, _urllib3_response(request, answer, httpx))
     raise error
+
+
+def _sent_as(prepared: Any, content: bytes) -> Any:
+    """``prepared`` with the body the deck sends instead (a fork's other model)."""
+    changed = prepared.copy()
+    if "Transfer-Encoding" in changed.headers:
+        changed.body = [content]
+    else:
+        changed.body = content
+        changed.headers["Content-Length"] = str(len(content))
+    return changed
 
 
 def _urllib3_response(request: Any, answer: Any, httpx: Any) -> HTTPResponse:

@@ -82,9 +82,9 @@ def _open(deck: Deck, httpx: Any, req: Any, opened: Callable[[Any], Any]) -> Any
         content=body,
     )
 
-    def live(request: Any) -> Any:
+    def live(request: Any) -> Any:  # as the deck sends it: another body for another model
         try:
-            response = opened(sent)
+            response = opened(sent if request is routed else _sent_as(sent, request.content))
         except Exception as exc:
             error = _recorded_error(exc, httpx, request)
             if error is None:
@@ -110,6 +110,15 @@ def _open(deck: Deck, httpx: Any, req: Any, opened: Callable[[Any], Any]) -> Any
         response.msg = response.reason  # type: ignore[assignment]  # as do_open leaves it
         return response
     raise error
+
+
+def _sent_as(req: Any, content: bytes) -> Any:
+    """``req`` with the body the deck sends instead (a fork's other model); setting it
+    drops the ``Content-length`` urllib counted, and http.client counts the new one."""
+    changed = copy.copy(req)
+    changed.headers, changed.unredirected_hdrs = dict(req.headers), dict(req.unredirected_hdrs)
+    changed.data = content
+    return changed
 
 
 def _recorded_error(exc: Exception, httpx: Any, request: Any) -> Exception | None:

@@ -55,6 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "faultdeck.cli.completion:completion",
         "Print the shell completion script for SHELL.",
     ),
+    "compare": (
+        "faultdeck.cli.compare:compare",
+        "Compare cassettes, a row each: calls, tokens, time, models.",
+    ),
     "demo": (
         "faultdeck.demo:command",
         "The walkthrough on the bundled workshop agent (no network).",
@@ -141,6 +145,26 @@ class Commands(click.Group):
             formatter.write_dl([(name, summary) for name, (_, summary) in sorted(COMMANDS.items())])
 
 
+class BeforeTheProgram(click.Command):
+    """A command whose own arguments (several cassettes) end at ``--``, after which comes the
+    program to run: click alone would give both to one ``nargs=-1`` argument."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse what comes before ``--``; hand what comes after to the callback as
+        ``command``."""
+        program: list[str] = []
+        if "--" in args:
+            at = args.index("--")
+            args, program = args[:at], args[at + 1 :]
+        rest = super().parse_args(ctx, args)
+        ctx.params["command"] = tuple(program)
+        return rest
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        """The usage line, with the program at its end."""
+        return [*super().collect_usage_pieces(ctx), "[-- CMD...]"]
+
+
 def summary(ctx: click.Context, name: str, limit: int) -> str:
     """The line that lists command ``name`` of ``ctx``'s group, at most ``limit``
     characters; for ``faultdeck``'s own commands, their line in ``COMMANDS``, which is
@@ -191,10 +215,13 @@ def warning_lines() -> Iterator[None]:
 def check_cassette(path: str) -> Recording:
     """Read the cassette a command replays, before any program runs: a missing or corrupt
     one is an input error; one that is not whole is a warning, said here once (the programs
-    run on it are told not to say it again)."""
+    run on it are told not to say it again). A fork's header that names its models in a
+    form no fork writes is an input error too: a replay would key its calls by it."""
     from .._cassette.reader import interrupted_warning, load
+    from .._deck.retarget import retarget_of
 
     recording = load(path)
+    retarget_of(recording.header.extra.get("parent"), path)
     if recording.interrupted:
         warnings.warn(interrupted_warning(path), CassetteWarning, stacklevel=2)
     return recording

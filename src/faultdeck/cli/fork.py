@@ -2,10 +2,11 @@
 
 It runs the program as ``record`` does (``FAULTDECK_*`` set, the deck from
 ``fd.Deck.from_env()``, mode ``fork`` with ``FAULTDECK_FORK_PARENT`` and
-``FAULTDECK_FORK_AT``), and places the new cassette the same way: over ``-o`` only once the
-program exits 0, else kept beside it. The parent is only read. Bad input (a missing
-parent, a fork point beyond its calls, ``-o`` naming the parent) is said before any program
-runs, and nothing is written.
+``FAULTDECK_FORK_AT``, and ``FAULTDECK_FORK_MODEL`` with ``--model``), and places the new
+cassette the same way: over ``-o`` only once the program exits 0, else kept beside it. The
+parent is only read. Bad input (a missing parent, a fork point beyond its calls, ``-o``
+naming the parent, ``--model`` where the first live call names no model) is said before any
+program runs, and nothing is written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .._cassette.reader import interrupted_warning
 from .._cassette.writer import partial_path
 from .._deck.fork import AT_ENV, PARENT_ENV, ForkPoint, start_fork
 from .._deck.outage import outage_line
+from .._deck.retarget import MODEL_ENV
 from ._child import location, no_report, run_child
 from ._common import Finding, console
 from .record import finished
@@ -49,7 +51,14 @@ from .record import finished
     metavar="NEW",
     help="The new cassette: CASSETTE's first N calls, then what the program did live.",
 )
-def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
+@click.option(
+    "--model",
+    metavar="NAME",
+    help="Send every live call that names a model in its request (the JSON body's `model`: "
+    "OpenAI, Anthropic) to NAME instead; NEW records what was sent and replays with the "
+    "same program.",
+)
+def fork(cassette: str, command: tuple[str, ...], at: int, output: str, model: str | None) -> None:
     """Replay CASSETTE's first N calls, then run live and record into a new cassette.
 
     The program needs no faultdeck in it: a Python one gets its deck at start-up. Calls
@@ -59,23 +68,19 @@ def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
     point, `faultdeck show NEW` draws the lineage. CASSETTE is never written; an existing
     NEW is replaced only when the program exits 0.
 
+    With --model, the live calls go to another model: their requests are rewritten as they
+    are sent, NEW's header names the model, and `faultdeck replay NEW -- CMD` sends the
+    same calls to it again, so the program needs no change.
+
     \b
     faultdeck fork runs/base.jsonl --at 3 -o runs/explore.jsonl -- python agent.py --try b
+    faultdeck fork runs/base.jsonl --at 1 --model gpt-4o -o runs/4o.jsonl -- python agent.py
     """
     terms.use(terms.command_line(None, command))  # hints name the cassette they are about
-    if not command:
-        raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
-    if store.is_url(output):
-        raise click.UsageError(
-            f"-o {output}: a fork is written to a local file; fork into a path, then upload it"
-        )
-    if not store.is_url(cassette) and os.path.realpath(cassette) == os.path.realpath(output):
-        raise click.UsageError(
-            f"-o {output} is CASSETTE itself: a fork leaves its parent as it was; name a new file"
-        )
+    check_options(cassette, command, output, model)
     # A missing or corrupt parent, or a fork point beyond its calls: said before any run.
     shared, _ = start_fork(
-        ForkPoint(cassette, at), root=_config.load_settings().root, option="--at "
+        ForkPoint(cassette, at, model), root=_config.load_settings().root, option="--at "
     )
     if shared.interrupted:
         warnings.warn(interrupted_warning(cassette), CassetteWarning, stacklevel=2)
@@ -86,6 +91,8 @@ def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
         PARENT_ENV: location(cassette),
         AT_ENV: str(at),
     }
+    if model is not None:
+        extra[MODEL_ENV] = model
     code, report, stderr = run_child(command, output, "fork", extra=extra)
     out = console()
     if report is None:
@@ -95,9 +102,10 @@ def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
     placed = code == 0 and answered and finished(partial)
     if placed:
         os.replace(partial, os.path.realpath(output))
+    sent_to = f" (sent to {model})" if model is not None else ""
     out.print(
         f"forked {cassette} at seq {at} into {output}: {plural(report['used'], 'call')} "
-        f"replayed, {report['stored']} live",
+        f"replayed, {report['stored']} live{sent_to}",
         markup=False,
     )
     if not answered:
@@ -122,3 +130,19 @@ def fork(cassette: str, command: tuple[str, ...], at: int, output: str) -> None:
             )
     if code != 0 or not answered:
         raise Finding
+
+
+def check_options(cassette: str, command: tuple[str, ...], output: str, model: str | None) -> None:
+    """The usage errors ``fork`` says before it reads the parent."""
+    if not command:
+        raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
+    if model is not None and not model.strip():
+        raise click.UsageError("--model is empty: give the model to send the live calls to")
+    if store.is_url(output):
+        raise click.UsageError(
+            f"-o {output}: a fork is written to a local file; fork into a path, then upload it"
+        )
+    if not store.is_url(cassette) and os.path.realpath(cassette) == os.path.realpath(output):
+        raise click.UsageError(
+            f"-o {output} is CASSETTE itself: a fork leaves its parent as it was; name a new file"
+        )

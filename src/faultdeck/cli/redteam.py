@@ -14,9 +14,17 @@ import click
 import orjson
 
 from .._base.words import plural
-from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, console, emit_json
+from ._common import (
+    FORMAT,
+    FORMAT_HELP,
+    BeforeTheProgram,
+    Finding,
+    check_cassette,
+    console,
+    emit_json,
+)
 from ._progress import meter
-from .rehearse import BeforeTheProgram, entry_policy
+from .rehearse import entry_policy
 
 if TYPE_CHECKING:
     from .._rehearse.redteam import Redteam

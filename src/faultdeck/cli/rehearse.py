@@ -23,28 +23,8 @@ from .._judge.policy import Policy
 from .._rehearse.matrix import Matrix
 from ..faults import FaultPlan
 from ._child import Running, running_options
-from ._common import FORMAT, FORMAT_HELP, Finding, console, emit_json
+from ._common import FORMAT, FORMAT_HELP, BeforeTheProgram, Finding, console, emit_json
 from ._progress import meter
-
-
-class BeforeTheProgram(click.Command):
-    """A command whose own arguments (several cassettes) end at ``--``, after which comes the
-    program to run: click alone would give both to one ``nargs=-1`` argument."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Parse what comes before ``--``; hand what comes after to the callback as
-        ``command``."""
-        program: list[str] = []
-        if "--" in args:
-            at = args.index("--")
-            args, program = args[:at], args[at + 1 :]
-        rest = super().parse_args(ctx, args)
-        ctx.params["command"] = tuple(program)
-        return rest
-
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
-        """The usage line, with the program at its end."""
-        return [*super().collect_usage_pieces(ctx), "[-- CMD...]"]
 
 
 @click.command(cls=BeforeTheProgram)

@@ -91,7 +91,7 @@ _STATE = {
 
 def lineage_lines(links: Sequence[Link]) -> list[str]:
     """A fork's lineage as a tree, oldest first: each cassette under its parent, with the
-    seq it forked at; ``[]`` for a cassette that is no fork."""
+    seq it forked at (and the model it was sent to); ``[]`` for a cassette that is no fork."""
     if not links:
         return []
     lines = ["lineage:"]
@@ -99,6 +99,8 @@ def lineage_lines(links: Sequence[Link]) -> list[str]:
         head = f"  {link.path}" if depth == 0 else f"  {'   ' * (depth - 1)}└─ {link.path}"
         if link.forked_at is not None:
             head += f" forked at seq {link.forked_at}"
+        if link.model is not None:
+            head += f", sent to {link.model}"
         lines.append(head + (" (this cassette)" if depth == len(links) - 1 else _STATE[link.state]))
     return lines
 

@@ -4,12 +4,16 @@ A request becomes one boundary call (``deck.begin``); its ``Call`` says whether 
 recording answers it, and which fault applies. What the fault looks like here is its
 kind's (``faultdeck.faults.KINDS``): a provider's error response standing in for the call,
 a transport error, a real answer or stream broken, a delay. Nothing here decides what a
-fault kind does, and nothing here reaches into the deck: the ``Call`` is the seam.
+fault kind does, and nothing here reaches into the deck: the ``Call`` is the seam. A call a
+fork sends to another model (``call.model``) goes live as a request whose JSON body names
+that model: the one place the explicit transports and the attached libraries share.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from .._base.clock import VirtualClock
 from .._base.errors import CassetteCorrupt
@@ -60,14 +64,16 @@ class Exchange(Live):
         """Decide the call and answer it without the network where it can be: a fault's
         stand-in or the recording. Otherwise say how long to wait before going live."""
         self._before_deciding()
-        call = self.owner.deck.begin(self.kind, self.name, self.args, shaped=SHAPED)
+        deck = self.owner.deck
+        call = deck.begin(self.kind, self.name, self.args, shaped=SHAPED, retarget=True)
         return self._step(call)
 
     async def afirst_step(self) -> Step:
         """``first_step`` on an event loop: the call is decided by ``Deck.abegin`` (a
         resumed request another task's reorder put early waits for its turn)."""
         self._before_deciding()
-        call = await self.owner.deck.abegin(self.kind, self.name, self.args, shaped=SHAPED)
+        deck = self.owner.deck
+        call = await deck.abegin(self.kind, self.name, self.args, shaped=SHAPED, retarget=True)
         return self._step(call)
 
     def _before_deciding(self) -> None:
@@ -93,6 +99,8 @@ class Exchange(Live):
         entry = call.recorded
         if entry is None:
             call.start()
+            if call.model is not None:
+                self.request = self.sent_to(call.model)
             return Step(call, None, 0.0 if _streams(self.request) else call.delay)
         value, answer = self.answer(call, entry)
         status, headers = value["status"], value["headers"]
@@ -112,6 +120,22 @@ class Exchange(Live):
             return Step(call, self.replayed(status, headers, stream=stream), call.delay)
         recorded = entry.ms / 1000 if deck.latency == "recorded" else 0.0
         return Step(call, self.replayed(status, headers, content=content), call.delay + recorded)
+
+    def sent_to(self, model: str) -> Any:
+        """The request as it goes live to ``model``: its JSON body's ``model`` field
+        rewritten (the call's args were keyed with it), its ``Content-Length`` made anew;
+        the rest (headers, timeouts) as the client built it."""
+        request, httpx = self.request, self.owner.httpx
+        body = orjson.loads(self.body)
+        body["model"] = model
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
+        return httpx.Request(
+            request.method,
+            request.url,
+            headers=headers,
+            content=orjson.dumps(body),
+            extensions=request.extensions,
+        )
 
     def content(self, entry: Entry, value: dict[str, Any]) -> bytes:
         """The recorded body's bytes: kept as the cassette was read (a long answer), else

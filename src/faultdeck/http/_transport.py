@@ -191,7 +191,7 @@ class Transport(_Base, _SyncBases):
             self.inner, self.shares_inner = live_transport(self.httpx), True
         through = THROUGH_DECK.set(True)
         try:
-            response = self.inner.handle_request(request)
+            response = self.inner.handle_request(exchange.request)  # as sent: see Exchange
         except Exception as exc:
             exchange.live_error(step.call, exc)
             raise
@@ -233,7 +233,7 @@ class AsyncTransport(_Base, _AsyncBases):
             self.inner = async_live_transport(self.httpx)
         through = THROUGH_DECK.set(True)
         try:
-            response = await self.inner.handle_async_request(request)
+            response = await self.inner.handle_async_request(exchange.request)
         except Exception as exc:
             exchange.live_error(step.call, exc)
             raise

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import orjson
 
 from .._cassette.format import Entry, Recording
+from .._cassette.summary import usage_counts
 from .._diff.order import run_order
 
 Scalar = str | bool | int | float
@@ -41,9 +42,6 @@ OPERATIONS = {
     "anthropic.messages": "chat",
 }
 """``gen_ai.operation.name`` by call name; any other model call is ``chat``."""
-
-_USAGE_IN = ("input_tokens", "prompt_tokens")
-_USAGE_OUT = ("output_tokens", "completion_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,14 +221,10 @@ def _response(body: Any, attributes: Attributes) -> None:
     found = tuple(r for r in reasons if isinstance(r, str))
     if found:
         attributes["gen_ai.response.finish_reasons"] = found
-    usage = body.get("usage")
-    if isinstance(usage, dict):
-        for names, key in ((_USAGE_IN, "input_tokens"), (_USAGE_OUT, "output_tokens")):
-            for name in names:
-                count = usage.get(name)
-                if isinstance(count, int) and not isinstance(count, bool):
-                    attributes[f"gen_ai.usage.{key}"] = count
-                    break
+    counts = usage_counts(body.get("usage"))
+    for key, count in zip(("input_tokens", "output_tokens"), counts, strict=True):
+        if count is not None:
+            attributes[f"gen_ai.usage.{key}"] = count
 
 
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
