@@ -206,7 +206,7 @@ def test_call_budget_and_bounded_waiting_break_on_unbounded_backoff() -> None:
         "call_budget", bad.outcomes, policy=POLICY, deck=bad.deck, clock=bad.clock
     )
     assert budget[0].op == "read"
-    assert "12 transport calls" in budget[0].observed
+    assert budget[0].observed.startswith("12 tool calls at seq 2, 3, ")
 
 
 def test_no_early_retry_breaks_on_a_loop_that_retries_quota_at_once() -> None:

@@ -29,7 +29,7 @@ def test_call_budget_counts_attempts_per_op() -> None:
     found = fd.check([ok()], policy=POLICY, calls=calls)
     assert names(found) == ["call_budget"]
     assert str(found[0]) == (
-        "call_budget: op 'ask': 4 transport calls (seq 1, 2, 3, 4) "
+        "call_budget: op 'ask': 4 model calls at seq 1, 2, 3, 4 "
         "(allowed: 3 (1 distinct call x (1 attempt + 2 retries after transient errors)))"
     )
 

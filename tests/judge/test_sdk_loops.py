@@ -201,7 +201,7 @@ def test_the_sdks_own_retry_of_a_quota_without_header_breaks_the_budget(
     assert [o.status for o in outcomes] == ["ok", "ok"]
     [violation] = fd.check(outcomes, policy=POLICY, deck=deck, clock=clock)
     assert (violation.invariant, violation.op) == ("call_budget", "answer")
-    assert violation.observed == "2 transport calls (seq 2, 3)"
+    assert violation.observed == "2 model calls at seq 2, 3"
 
 
 STREAM_ROWS = {"stream cut", "malformed stream"}

@@ -111,12 +111,12 @@ import faultdeck as fd
 deck = fd.Deck.from_env()
 with deck:
     deck.env("HOME")
-    try:
-        deck.call("tool", "fetch", {"n": 0}, lambda: 0)
+    try:  # a tool that reaches a service: a service's faults can happen at it
+        deck.call("tool", "fetch", {"n": 0}, lambda: 0, remote=True)
     except fd.QuotaExhausted:
         pass  # stop at once, keeping what is done
     except fd.TransientError:
-        deck.call("tool", "fetch", {"n": 0}, lambda: 0)  # one retry
+        deck.call("tool", "fetch", {"n": 0}, lambda: 0, remote=True)  # one retry
 """
 
 

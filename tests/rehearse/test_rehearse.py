@@ -28,7 +28,9 @@ CLEAN_CALLS = (
     (4, "model chat"),
     (5, "tool write_patch"),
 )
-FIRST_READ = 2
+PATCH_ASK = 4
+"""The model call that asks for the patch: where the matrix lands a service's faults after
+the plan and the reads finished (``read_file`` is local: it gets tool faults only)."""
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +66,20 @@ def invariants(found: Cell) -> set[str]:
 # -- the full matrix ----------------------------------------------------------------------
 
 
+NETWORK = {"quota", "timeout", "transient", "reset", "disconnect"}
+"""The faults a service sends: never at the workshop's tool, ``read_file``, which is local."""
+
+
 def applicable(policy: fd.Policy = POLICY) -> list[tuple[str, int]]:
-    """Each menu row at each clean call its kind applies to (nothing in it streams)."""
+    """Each menu row at each clean call its kind applies to (nothing in it streams, and the
+    one tool reaches no service)."""
     return [
         (label, seq)
         for label, make in FAULT_MENU.items()
         for seq, call in CLEAN_CALLS
-        if call.split()[0] in make(policy).spec.applies_to and not make(policy).spec.needs_stream
+        if call.split()[0] in make(policy).spec.applies_to
+        and not make(policy).spec.needs_stream
+        and not (call.startswith("tool ") and make(policy).kind in NETWORK)
     ]
 
 
@@ -87,14 +96,52 @@ def test_the_good_loop_holds_everything_that_applies(good: Matrix) -> None:
     assert replay.outcomes == good.baseline
 
 
-def test_quota_without_header_at_the_first_read_stops_and_keeps_the_plan(good: Matrix) -> None:
-    found = cell(good, "quota no header", FIRST_READ)
+def test_quota_without_header_at_the_patch_stops_and_keeps_the_plan_and_notes(
+    good: Matrix,
+) -> None:
+    found = cell(good, "quota no header", PATCH_ASK)
     assert found.status == "held"
     assert [(o.op, o.status, o.reason) for o in found.outcomes] == [
         ("plan", "ok", None),
-        ("read", "stopped", "quota"),
+        ("read", "ok", None),
+        ("patch", "stopped", "quota"),
     ]
-    assert found.detail == "plan ok, read stopped(quota)"
+    assert found.detail == "plan ok, read ok, patch stopped(quota)"
+
+
+def test_a_local_tool_gets_tool_faults_and_no_fault_of_a_service(good: Matrix) -> None:
+    at_reads = {c.label for c in good.cells if c.seq in (2, 3)}
+    assert at_reads == {"latency", "crash", "tool error", "malformed result"}
+    at_models = {c.label for c in good.cells if c.seq in (1, PATCH_ASK)}
+    assert {"quota no header", "timeout", "transient 503", "reset"} <= at_models
+
+
+def test_a_tool_that_says_it_reaches_a_service_gets_a_services_faults() -> None:
+    def remote_reads(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+        deck.mark_remote("read_file")
+        return Workshop(deck).run(POLICY, clock=clock)
+
+    matrix = rehearse(remote_reads, GOLDEN)
+    at_reads = {c.label for c in matrix.cells if c.seq == 2}
+    assert {"quota no header", "timeout", "transient 503", "reset"} <= at_reads
+    stopped = cell(matrix, "quota no header", 2)
+    assert [(o.op, o.status) for o in stopped.outcomes] == [("plan", "ok"), ("read", "stopped")]
+
+
+def test_a_fault_whose_call_never_comes_is_not_fired_and_not_held(good: Matrix) -> None:
+    never = fd.FaultPlan([faults.timeout().on(kind="tool", name="search_web", nth=1)])
+    matrix = rehearse(f"{ENTRY}:good", GOLDEN, {"never": never, "reads": READ_ERROR})
+    found = cell(matrix, "never", None)
+    assert (found.status, found.violations) == ("not fired", ())
+    assert found not in matrix.findings
+    assert matrix.ok
+    assert cell(matrix, "reads", None).status == "held"
+    data = matrix_json(matrix)
+    assert data["counts"]["not fired"] == 1
+    assert data["counts"]["held"] == 2
+    lines = matrix_summary(matrix)
+    assert lines[0].endswith("; 1 not fired")
+    assert any(line.startswith("○ 1 not fired") and "never" in line for line in lines)
 
 
 def test_a_crash_anywhere_is_killed_and_a_fresh_run_finishes_as_the_clean_run(
@@ -105,6 +152,9 @@ def test_a_crash_anywhere_is_killed_and_a_fresh_run_finishes_as_the_clean_run(
         assert found.status == "killed"
         assert found.detail.startswith(f"killed at seq {seq}; a fresh replay then finished")
         assert found.outcomes == good.baseline
+
+
+READ_ERROR = fd.FaultPlan([faults.tool_error().on(kind="tool", name="read_file", nth=1)])
 
 
 def falls_back(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
@@ -121,11 +171,11 @@ def falls_back(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
 
 
 def test_a_retry_gets_the_recorded_answer_again(good: Matrix) -> None:
-    # The read is all or nothing: retrying it after the 2nd file failed asks for the 1st
-    # file again, which the golden run read once; it gets the same answer, as in life.
-    found = cell(good, "timeout", 3)
+    # The patch is asked again after the timeout: the same request gets the recorded
+    # answer again, as in life.
+    found = cell(good, "timeout", PATCH_ASK)
     assert found.status == "held"
-    assert found.outcomes[1].attempts == 2
+    assert found.outcomes[2].attempts == 2
 
 
 def test_a_path_the_cassette_never_recorded_is_a_miss_and_a_finding() -> None:
@@ -141,11 +191,11 @@ def test_a_path_the_cassette_never_recorded_is_a_miss_and_a_finding() -> None:
 
 def test_the_menu_is_built_from_the_judging_policy() -> None:
     entry = f"{ENTRY}:good"
-    by_module_policy = cell(rehearse(entry, GOLDEN), "quota retry-after", FIRST_READ)
-    assert by_module_policy.outcomes[1].retry_after == "2"
+    by_module_policy = cell(rehearse(entry, GOLDEN), "quota retry-after", PATCH_ASK)
+    assert by_module_policy.outcomes[2].retry_after == "2"
     strict = fd.Policy(max_retry_after=1.0, max_delay=1.0, max_total_wait=5.0)
-    by_given_policy = cell(rehearse(entry, GOLDEN, policy=strict), "quota retry-after", FIRST_READ)
-    assert by_given_policy.outcomes[1].retry_after == "1"
+    by_given_policy = cell(rehearse(entry, GOLDEN, policy=strict), "quota retry-after", PATCH_ASK)
+    assert by_given_policy.outcomes[2].retry_after == "1"
     assert by_given_policy.status == "held"
 
 
@@ -153,13 +203,13 @@ def test_retrying_quota_at_once_breaks_no_early_retry(retrying: Matrix) -> None:
     assert not retrying.ok
     assert all(c in retrying.findings for c in retrying.broken)
     assert len(retrying.findings) > len(retrying.broken)  # its unhandled timeouts raise
-    found = cell(retrying, "quota retry-after", FIRST_READ)
+    found = cell(retrying, "quota retry-after", PATCH_ASK)
     assert found in retrying.broken
     assert invariants(found) == {"no_early_retry"}
-    assert "retried at seq 3 after 0s" in found.violations[0].observed
-    assert "call_budget" in invariants(cell(retrying, "quota no header", FIRST_READ))
+    assert "retried at seq 5 after 0s" in found.violations[0].observed
+    assert "call_budget" in invariants(cell(retrying, "quota no header", PATCH_ASK))
     # Its unhandled timeouts break nothing they can be judged on: raised, not broke.
-    timeout = cell(retrying, "timeout", FIRST_READ)
+    timeout = cell(retrying, "timeout", PATCH_ASK)
     assert timeout.status == "raised"
     assert timeout.detail.startswith("TransientError: injected timeout")
 
@@ -167,23 +217,26 @@ def test_retrying_quota_at_once_breaks_no_early_retry(retrying: Matrix) -> None:
 def test_dropping_finished_work_breaks_partial_work() -> None:
     matrix = rehearse(f"{ENTRY}:drops_partial_work", GOLDEN)
     assert not matrix.ok
-    found = cell(matrix, "quota no header", FIRST_READ)
+    found = cell(matrix, "quota no header", PATCH_ASK)
     assert found.status == "broke"
-    assert [(v.invariant, v.op) for v in found.violations] == [("partial_work", "plan")]
+    assert [(v.invariant, v.op) for v in found.violations] == [
+        ("partial_work", "plan"),
+        ("partial_work", "read"),
+    ]
 
 
 def test_a_loop_that_dies_on_quota_loses_its_work_and_breaks() -> None:
     # unbounded_backoff catches only transient errors: the quota error escapes, and with
     # it every finished step.
     matrix = rehearse(f"{ENTRY}:unbounded_backoff", GOLDEN)
-    found = cell(matrix, "quota no header", FIRST_READ)
+    found = cell(matrix, "quota no header", PATCH_ASK)
     assert found.status == "broke"
     assert found.detail.startswith("QuotaExhausted: injected quota fault")
     assert invariants(found) == {"partial_work"}
     raised = cell(matrix, "quota no header", 1)
     assert raised.status == "raised"  # nothing finished yet
     assert raised in matrix.findings
-    assert cell(matrix, "transient 503", FIRST_READ).status == "held"
+    assert cell(matrix, "transient 503", PATCH_ASK).status == "held"
 
 
 # -- processes, progress and determinism -------------------------------------------------
@@ -400,7 +453,8 @@ def test_matrix_json_is_json_and_keeps_every_cell(retrying: Matrix) -> None:
         "cells",
         "baseline",
     }
-    assert {"label": "bad tool call", "seq": FIRST_READ} in data["not_applicable"]
+    assert {"label": "bad tool call", "seq": 2} in data["not_applicable"]
+    assert {"label": "quota no header", "seq": 2} in data["not_applicable"]
     assert {"label": "stream cut", "seq": 1} in data["not_applicable"]
     ran = {(c["label"], c["seq"]) for c in data["cells"]}
     assert not ran & {(n["label"], n["seq"]) for n in data["not_applicable"]}
@@ -409,12 +463,14 @@ def test_matrix_json_is_json_and_keeps_every_cell(retrying: Matrix) -> None:
     assert data["positions"][1] == {"seq": 2, "call": "tool read_file"}
     assert sum(data["counts"].values()) == len(data["cells"]) == len(retrying.cells)
     assert data["counts"]["broke"] == len(retrying.broken)
-    broke = next(c for c in data["cells"] if c["label"] == "quota retry-after" and c["seq"] == 2)
+    broke = next(
+        c for c in data["cells"] if c["label"] == "quota retry-after" and c["seq"] == PATCH_ASK
+    )
     assert broke["status"] == "broke"
-    assert broke["call"] == "tool read_file"
+    assert broke["call"] == "model chat"
     assert broke["violations"][0]["invariant"] == "no_early_retry"
-    assert broke["violations"][0]["op"] == "read"
-    assert broke["outcomes"][1]["op"] == "read"
+    assert broke["violations"][0]["op"] == "patch"
+    assert broke["outcomes"][2]["op"] == "patch"
     assert data["baseline"][2]["value"] == {"path": "agent/loop.py", "applied": True, "lines": 2}
 
 
@@ -444,12 +500,12 @@ def test_matrix_summary_names_every_broken_cell_and_its_violations(retrying: Mat
         assert f"✗ {broken.label} at seq {broken.seq} ({calls[broken.seq]}):" in lines
         for violation in broken.violations:
             assert f"    {violation}" in lines
-    assert "✗ quota retry-after at seq 2 (tool read_file):" in lines
-    assert "! timeout at seq 2 (tool read_file): TransientError" in text
+    assert "✗ quota retry-after at seq 4 (model chat):" in lines
+    assert "! timeout at seq 4 (model chat): TransientError" in text
     missing = rehearse(falls_back, GOLDEN)
     summary = matrix_summary(missing)
     assert summary[-1].startswith(f"~ {matrix_json(missing)['counts']['miss']} off the recorded")
-    assert "timeout at seq 2" in summary[-1]
+    assert "timeout at seq 4" in summary[-1]
 
 
 def test_matrix_summary_of_a_clean_matrix_has_no_broken_lines(good: Matrix) -> None:

@@ -56,6 +56,7 @@ _KEYS = {
     "durability": str,
     "max_age": str,
     "intercept": bool,
+    "tools": dict,
 }
 
 
@@ -82,6 +83,9 @@ class Settings:
             (``"90d"``, ``"12h"``, ``"2w"``), as written; ``None`` when unset.
         intercept: the pytest plugin routes the HTTP clients a test's code makes through
             its deck (``fd.intercept``), with no client wiring.
+        tools: the tools that reach a service (``[tool.faultdeck.tools]``,
+            ``NAME = { remote = true }``): a rehearsal lands network faults on them, as on
+            ``@deck.tool(remote=True)``; for a program the command line runs.
         source: the pyproject file the settings came from, if any.
     """
 
@@ -97,6 +101,7 @@ class Settings:
     durability: Durability = "flush"
     max_age: str | None = None
     intercept: bool = False
+    tools: frozenset[str] = frozenset()
     source: str | None = None
 
     def rules(self) -> dict[str, Callable[[Any], Any]]:
@@ -191,8 +196,26 @@ def _load(pyproject: str, _mtime: int) -> Settings:
         ),
         max_age=_max_age(table.get("max_age"), where),
         intercept=table.get("intercept", False),
+        tools=_remote_tools(table.get("tools", {}), where),
         source=pyproject,
     )
+
+
+def _remote_tools(tools: dict[str, Any], where: str) -> frozenset[str]:
+    """The names ``[tool.faultdeck.tools]`` marks ``remote = true``."""
+    remote = set()
+    for name, spec in tools.items():
+        if not isinstance(spec, dict) or set(spec) - {"remote"}:
+            raise ConfigError(
+                f"{where}: tools.{name} must be a table with one key, remote "
+                f"(write {name} = {{ remote = true }})"
+            )
+        flag = spec.get("remote", False)
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{where}: tools.{name}.remote must be true or false")
+        if flag:
+            remote.add(str(name))
+    return frozenset(remote)
 
 
 C = TypeVar("C", bound=str)

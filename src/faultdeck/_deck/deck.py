@@ -10,7 +10,7 @@ returns the ``Call`` (``call.py``) that the caller finishes. The run's state liv
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 from .._base import config as _config
@@ -40,7 +40,7 @@ from .report import CallRecord, Report
 from .resuming import abegin
 from .rules import deck_normalizer
 from .run import Run
-from .tools import tool
+from .tools import acall, tool
 from .waits import waits
 
 T = TypeVar("T")
@@ -155,6 +155,7 @@ class Deck:
             replace=replace,
             fork=fork,
         )
+        self._run.remote.update(self._settings.tools)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> Deck:
@@ -243,6 +244,16 @@ class Deck:
         """Every call so far, in the order they started."""
         return self._run.calls()
 
+    @property
+    def remote_tools(self) -> frozenset[str]:
+        """The tools said to reach a service (``remote=True``, ``mark_remote``)."""
+        return frozenset(self._run.remote)
+
+    def mark_remote(self, name: str) -> None:
+        """Say that the tool ``name`` reaches a service (an API, an MCP server): a rehearsal
+        lands network faults (quota, 5xx, timeout, reset) on it; a tool is local until then."""
+        self._run.remote.add(name)
+
     def report(self) -> Report:
         """What happened so far: used, unused, repeats, misses, order changes."""
         return self._run.report()
@@ -293,6 +304,7 @@ class Deck:
         *,
         schema_version: str = SCHEMA_DEFAULT,
         side_effect: bool = False,
+        remote: bool = False,
         dry_run: Callable[[], T] | None = None,
         on_in_doubt: OnInDoubt = "raise",
         step: Any = None,
@@ -307,6 +319,8 @@ class Deck:
             fn: runs the call for real; never called in replay.
             schema_version: the tool's schema version; part of the key.
             side_effect: the call changes the world (sends, writes, pays).
+            remote: the tool reaches a service over the network (``mark_remote``): a
+                rehearsal may land a quota, a 5xx, a timeout or a reset on it.
             dry_run: runs instead of ``fn`` for a side-effecting call while recording.
             on_in_doubt: what ``resume`` does with a side-effecting call that was in flight
                 when the run was killed (it may have run): ``raise`` (default;
@@ -327,6 +341,8 @@ class Deck:
         """
         if on_in_doubt != "raise":
             check_choice("on_in_doubt", on_in_doubt, _config.ON_IN_DOUBT)
+        if remote:
+            self._run.remote.add(name)
         call = self.begin(kind, name, args, schema_version=schema_version, step=step, meta=meta)
         if call.fault is not None or self.latency is not None:
             for seconds in waits(call, self.latency):
@@ -343,41 +359,6 @@ class Deck:
             call.result(value)
         return cast(T, value)
 
-    async def acall(  # noqa: PLR0913 - call's async twin, the same options
-        self,
-        kind: str,
-        name: str,
-        args: Any,
-        fn: Callable[[], Awaitable[T]],
-        *,
-        schema_version: str = SCHEMA_DEFAULT,
-        side_effect: bool = False,
-        dry_run: Callable[[], Awaitable[T]] | None = None,
-        on_in_doubt: OnInDoubt = "raise",
-        step: Any = None,
-        meta: Any = None,
-    ) -> T:
-        """``call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
-        if on_in_doubt != "raise":
-            check_choice("on_in_doubt", on_in_doubt, _config.ON_IN_DOUBT)
-        call = await self.abegin(
-            kind, name, args, schema_version=schema_version, step=step, meta=meta
-        )
-        if call.fault is not None or self.latency is not None:
-            for seconds in waits(call, self.latency):
-                await self.clock.aadvance(seconds)
-        if call.recorded is not None:
-            answer: T = call.replay()
-            return answer
-        with call:  # as in call
-            live = call.runner(
-                fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
-            )
-            with idempotency(call.idempotency_key):
-                awaitable = live()
-                value = None if awaitable is None else await awaitable
-            call.result(value)
-        return cast(T, value)
-
+    acall = acall  # ``call``'s async twin (``tools.py``)
     env = env  # ``deck.env(name)`` (``environ.py``)
     tool = tool  # ``@deck.tool`` (``tools.py``)

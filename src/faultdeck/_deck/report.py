@@ -106,6 +106,7 @@ class Report:
         unanswered: the error type of each live call that got no answer (connection
             refused, a name that does not resolve, nothing back in time): raised to the
             program, never written.
+        remote_tools: the tools that said they reach a service (``Deck.remote_tools``).
     """
 
     cassette: str
@@ -126,6 +127,7 @@ class Report:
     kept: str | None = None
     stored: int = 0
     unanswered: tuple[str, ...] = ()
+    remote_tools: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

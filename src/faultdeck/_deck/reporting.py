@@ -20,6 +20,7 @@ def build_report(  # noqa: PLR0913 - keyword-only: the run's state, read once un
     kept: str | None,
     stored: int,
     unanswered: tuple[str, ...],
+    remote_tools: tuple[str, ...] = (),
 ) -> Report:
     """The report of a run so far, from its ``calls`` and its state."""
     return Report(
@@ -41,4 +42,5 @@ def build_report(  # noqa: PLR0913 - keyword-only: the run's state, read once un
         kept=kept,
         stored=stored,
         unanswered=unanswered,
+        remote_tools=remote_tools,
     )

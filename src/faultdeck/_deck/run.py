@@ -104,6 +104,7 @@ class Run:
     ) -> None:
         self.path = path
         self.lock = threading.RLock()
+        self.remote: set[str] = set()  # the tools that said they reach a service
         self.index = ReplayIndex(strict=match == "strict", repeats=repeats)
         self.cassette = Cassette(
             path,
@@ -376,6 +377,7 @@ class Run:
                 kept=cassette.kept,
                 stored=cassette.file.stored,
                 unanswered=tuple(self.ledger.unanswered),
+                remote_tools=tuple(sorted(self.remote)),
             )
 
 

@@ -1,4 +1,5 @@
-"""``@deck.tool``: a function whose every call is a ``tool`` boundary call."""
+"""``@deck.tool``: a function whose every call is a ``tool`` boundary call; and
+``deck.acall``, ``Deck.call``'s async twin, which async tools call through."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, Protocol, TypeVar, cast, overload
 
+from .._base import config as _config
 from .._base.config import ON_IN_DOUBT, OnInDoubt, check_choice
-from .._base.context import current_idempotency_key
+from .._base.context import current_idempotency_key, idempotency
 from .._base.errors import ConfigError
 from .._keys.canonical import SCHEMA_DEFAULT
+from .waits import waits
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class _Deck(Protocol):
@@ -62,10 +66,11 @@ def tool(
     dry_run: Callable[..., Any] | None = None,
     on_in_doubt: OnInDoubt = "raise",
     idempotency_key: str | None = None,
+    remote: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
-def tool(
+def tool(  # noqa: PLR0913 - the decorator's options, by keyword, as Deck.call takes them
     self: Any,
     fn: Callable[P, R] | None = None,
     /,
@@ -76,6 +81,7 @@ def tool(
     dry_run: Callable[..., Any] | None = None,
     on_in_doubt: OnInDoubt = "raise",
     idempotency_key: str | None = None,
+    remote: bool = False,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a function (sync or async) so each call is a ``tool`` boundary call.
 
@@ -92,14 +98,20 @@ def tool(
             receives a key that stays the same when ``resume`` runs it again; pass it to
             the service (an ``Idempotency-Key`` header), and a call in doubt runs again
             safely. It is not part of the call's args.
+        remote: the tool reaches a service over the network (an API, a database): a
+            rehearsal lands network faults on it (quota, 5xx, timeout, reset); a local
+            tool gets tool faults only (``Deck.mark_remote``).
     """
     check_choice("on_in_doubt", on_in_doubt, ON_IN_DOUBT)
 
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
+        tool_name = name or str(getattr(func, "__name__", "tool"))
+        if remote:
+            self.mark_remote(tool_name)
         return wrap_tool(
             self,
             func,
-            name=name or str(getattr(func, "__name__", "tool")),
+            name=tool_name,
             schema_version=schema_version,
             side_effect=side_effect,
             dry_run=dry_run,
@@ -191,3 +203,39 @@ def wrap_tool(  # noqa: C901 - a sync and an async wrapper, one per kind of func
         )
 
     return cast(Callable[P, R], wrapper)
+
+
+async def acall(  # noqa: PLR0913 - call's async twin, the same options
+    self: Any,
+    kind: str,
+    name: str,
+    args: Any,
+    fn: Callable[[], Awaitable[T]],
+    *,
+    schema_version: str = SCHEMA_DEFAULT,
+    side_effect: bool = False,
+    remote: bool = False,
+    dry_run: Callable[[], Awaitable[T]] | None = None,
+    on_in_doubt: OnInDoubt = "raise",
+    step: Any = None,
+    meta: Any = None,
+) -> T:
+    """``Deck.call`` for coroutines: ``fn`` (and ``dry_run``) return awaitables."""
+    if on_in_doubt != "raise":
+        check_choice("on_in_doubt", on_in_doubt, _config.ON_IN_DOUBT)
+    if remote:
+        self._run.remote.add(name)
+    call = await self.abegin(kind, name, args, schema_version=schema_version, step=step, meta=meta)
+    if call.fault is not None or self.latency is not None:
+        for seconds in waits(call, self.latency):
+            await self.clock.aadvance(seconds)
+    if call.recorded is not None:
+        answer: T = call.replay()
+        return answer
+    with call:  # as in call
+        live = call.runner(fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt)
+        with idempotency(call.idempotency_key):
+            awaitable = live()
+            value = None if awaitable is None else await awaitable
+        call.result(value)
+    return cast(T, value)

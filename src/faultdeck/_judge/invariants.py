@@ -129,7 +129,7 @@ def _call_budget(
                     "call_budget",
                     step,
                     f"{allowed} ({why})",
-                    f"{len(calls)} transport calls (seq {', '.join(str(c.seq) for c in calls)})",
+                    made(calls),
                 )
             )
     if unlabelled:
@@ -141,10 +141,21 @@ def _call_budget(
                     "call_budget",
                     None,
                     f"{allowed} for {ops} ops ({why})",
-                    f"{len(unlabelled)} transport calls",
+                    made(unlabelled),
                 )
             )
     return found
+
+
+def made(calls: Sequence[CallRecord]) -> str:
+    """The calls, by kind and seq: ``3 model calls at seq 1, 2, 3``; ``2 model calls at seq
+    1, 3 and 1 tool call at seq 2``."""
+    seqs: dict[str, list[str]] = {}
+    for call in calls:
+        seqs.setdefault(call.kind, []).append(str(call.seq))
+    return " and ".join(
+        f"{plural(len(at), f'{kind} call')} at seq {', '.join(at)}" for kind, at in seqs.items()
+    )
 
 
 def _allowance(calls: Sequence[CallRecord], ops: int, policy: Policy) -> tuple[int, str]:

@@ -15,7 +15,7 @@ import dataclasses
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +32,14 @@ from .._judge.policy import Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
 from .matrix import (
+    NOT_FIRED,
     REPLAY_ROW,
     Cell,
     Executor,
     Matrix,
     Task,
     check_executor,
+    fired,
     menu_rows,
     plan_cells,
     positions_of,
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from .ray import Shipped
 
 
-def rehearse_command(
+def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
     command: Sequence[str],
     cassette: str | os.PathLike[str],
     plans: Mapping[str, FaultPlan] | None = None,
@@ -57,6 +59,7 @@ def rehearse_command(
     progress: Callable[[int, int], None] | None = None,
     executor: Executor = "local",
     address: str | None = None,
+    ok_exit: Collection[int] = (0,),
 ) -> Matrix:
     """Run ``command`` against ``cassette`` under each fault and judge each run.
 
@@ -70,6 +73,8 @@ def rehearse_command(
         executor: ``"local"`` (subprocesses here) or ``"ray"`` (each cell a Ray task, which
             gets the cassette and its plan as data).
         address: the Ray cluster to join; ``None`` starts a local one for the call.
+        ok_exit: the exit codes that mean the program ended well (``0``; a program whose
+            graceful stop under a fault exits 3 passes ``(0, 3)``): any other is ``raised``.
 
     Raises:
         ConfigError: the clean run does not replay, or writes no report; a bad executor,
@@ -83,12 +88,12 @@ def rehearse_command(
     policy = policy or Policy()
     path = os.path.abspath(os.fspath(cassette))
     with tempfile.TemporaryDirectory(prefix="faultdeck-rehearse-") as folder:
-        clean = _run(command, path, None, folder, "clean")
-        if clean.report is None or clean.code != 0 or clean.report["misses"]:
+        clean = _run(command, path, None, folder, "clean", ok_exit=ok_exit)
+        if clean.report is None or not clean.ok or clean.report["misses"]:
             why = (
                 "wrote no report"
                 if clean.report is None
-                else ("missed calls" if clean.code == 0 else "exited")
+                else ("missed calls" if clean.ok else "exited")
             )
             raise ConfigError(
                 f"the clean replay of {path} with {' '.join(command)} {why} "
@@ -98,14 +103,16 @@ def rehearse_command(
         calls = _calls(clean.report)
         positions = positions_of(calls)
         replay = _judge(REPLAY_ROW, None, clean, policy)
-        tasks = plan_cells(plans, policy, calls)
+        tasks = plan_cells(plans, policy, calls, clean.report.get("remote_tools", ()))
         total = len(tasks) + 1
         if progress is not None:
             progress(1, total)
         done = [1]
 
         def one(index: int) -> Cell:
-            cell = run_cell(command, path, folder, str(index), tasks[index], calls, policy)
+            cell = run_cell(
+                command, path, folder, str(index), tasks[index], calls, policy, ok_exit=ok_exit
+            )
             done[0] += 1
             if progress is not None:
                 progress(done[0], total)
@@ -114,7 +121,7 @@ def rehearse_command(
         if executor == "ray":
             from .ray import Placement, rehearse_cells
 
-            shared = (list(command), calls, dataclasses.asdict(policy), os.getcwd())
+            shared = (list(command), calls, dataclasses.asdict(policy), os.getcwd(), [*ok_exit])
             placed = Placement(address, jobs, progress, total)
             cells = rehearse_cells(_ray_cell, path, shared, tasks, placed)
         else:
@@ -132,13 +139,19 @@ class _Ran:
     code: int
     report: dict[str, Any] | None
     stderr: str
+    ok_exit: Collection[int] = (0,)
+
+    @property
+    def ok(self) -> bool:
+        """It exited with a code that means it ended well."""
+        return self.code in self.ok_exit
 
     def ending(self) -> str:
         """How it ended: ``exit 1: ValueError: …``, the exception line a traceback ends
         with, as the entrypoint path shows an exception."""
         raw = self.stderr.splitlines()
         lines = [line.strip() for line in raw if line.strip()]
-        if self.code == 0 or not lines:
+        if self.ok or not lines:
             return f"exit {self.code}"
         line = lines[-1]
         last = max((i for i, s in enumerate(raw) if s.startswith("Traceback (")), default=None)
@@ -149,7 +162,7 @@ class _Ran:
         return f"exit {self.code}: {line if len(line) <= 200 else line[:197] + '...'}"
 
 
-def run_cell(
+def run_cell(  # noqa: PLR0913 - a cell's parts, and how its program ends well
     command: Sequence[str],
     cassette: str,
     folder: str,
@@ -158,19 +171,24 @@ def run_cell(
     calls: Sequence[CallRecord],
     policy: Policy,
     cwd: str | None = None,
+    *,
+    ok_exit: Collection[int] = (0,),
 ) -> Cell:
     """One cell: run the program under the task's plan (its files named ``name`` in
     ``folder``) and judge it; after a crash, a fault-free restart must finish as the clean
-    run did."""
+    run did. An exit code in ``ok_exit`` is the program ending well."""
     label, seq, plan = task
-    cell = _judge(label, seq, _run(command, cassette, plan, folder, name, cwd), policy)
+    ran = _run(command, cassette, plan, folder, name, cwd, ok_exit=ok_exit)
+    cell = _judge(label, seq, ran, policy)
     if cell.status == "killed":
-        again = _run(command, cassette, None, folder, f"{name}.restart", cwd)
+        again = _run(command, cassette, None, folder, f"{name}.restart", cwd, ok_exit=ok_exit)
         cell = _restarted(cell, again, calls, policy)
+    elif cell.status == "held" and ran.report and not fired(plan, ran.report["calls"]):
+        cell = Cell(label, seq, "not fired", (), NOT_FIRED)
     return cell
 
 
-def _ray_cell(
+def _ray_cell(  # noqa: PLR0913 - a Ray task's arguments: the cell and what cells share
     cassette: Shipped,
     label: str,
     seq: int | None,
@@ -179,6 +197,7 @@ def _ray_cell(
     calls: list[CallRecord],
     policy_fields: dict[str, Any],
     cwd: str,
+    ok_exit: list[int],
 ) -> Cell:
     """A cell as a Ray task: the cassette's bytes become a file of the worker's own, and the
     program runs in the driver's folder if the worker has it."""
@@ -188,7 +207,9 @@ def _ray_cell(
         copy = cassette.write(folder)
         task = (label, seq, FaultPlan.from_dict(plan))
         policy = Policy(**policy_fields)
-        cell = run_cell(command, copy, folder, "cell", task, calls, policy, here(cwd))
+        cell = run_cell(
+            command, copy, folder, "cell", task, calls, policy, here(cwd), ok_exit=ok_exit
+        )
     return dataclasses.replace(cell, detail=cassette.named(cell.detail, copy))
 
 
@@ -199,6 +220,8 @@ def _run(
     folder: str,
     name: str,
     cwd: str | None = None,
+    *,
+    ok_exit: Collection[int] = (0,),
 ) -> _Ran:
     report = os.path.join(folder, f"{name}.report.json")
     env = dict(os.environ)
@@ -217,8 +240,8 @@ def _run(
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
     stderr = done.stderr.decode("utf-8", errors="replace")
     if not os.path.exists(report):
-        return _Ran(done.returncode, None, stderr)
-    return _Ran(done.returncode, orjson.loads(Path(report).read_bytes()), stderr)
+        return _Ran(done.returncode, None, stderr, ok_exit)
+    return _Ran(done.returncode, orjson.loads(Path(report).read_bytes()), stderr, ok_exit)
 
 
 def _restarted(
@@ -261,7 +284,7 @@ def _restarted(
                 f"{len(path)} calls, the clean run's {len(expected)}; they part at call {at + 1}",
             )
         )
-    if again.code != 0:
+    if not again.ok:
         detail = f"{where}; a fresh run then ended {again.ending()}"
         return Cell(label, seq, "broke", tuple(found), detail)
     if found:
@@ -304,4 +327,4 @@ def _judge(label: str, seq: int | None, ran: _Ran, policy: Policy) -> Cell:
     if killed:
         at = next((c["seq"] for c in reversed(report["calls"]) if kills(c["fault"])), seq)
         return Cell(label, seq, "killed", (), f"killed at seq {at} (exit {ran.code})")
-    return Cell(label, seq, "held" if ran.code == 0 else "raised", (), ran.ending())
+    return Cell(label, seq, "held" if ran.ok else "raised", (), ran.ending())

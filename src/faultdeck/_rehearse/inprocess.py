@@ -31,6 +31,7 @@ from .._judge.policy import Outcome, Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
 from .matrix import (
+    NOT_FIRED,
     REPLAY_ROW,
     Cell,
     Entrypoint,
@@ -40,6 +41,7 @@ from .matrix import (
     brief,
     check_executor,
     difference,
+    fired,
     judged,
     load_entrypoint,
     menu_rows,
@@ -117,7 +119,7 @@ def rehearse(
     )
     replay = Cell(REPLAY_ROW, None, judged(found), tuple(found), brief(baseline), baseline)
 
-    tasks = plan_cells(plans, policy, first.deck.calls)
+    tasks = plan_cells(plans, policy, first.deck.calls, first.deck.remote_tools)
     rows = menu_rows(plans, tasks)
     total = len(tasks) + 1
     if progress is not None:
@@ -240,6 +242,8 @@ def _run_cell(
         return Cell(label, seq, "broke" if found else "raised", tuple(found), error)
     found = check(played.outcomes, policy=policy, deck=played.deck, clock=played.clock)
     outcomes = played.outcomes
+    if not found and not fired(plan, played.deck.calls):
+        return Cell(label, seq, "not fired", (), NOT_FIRED, outcomes)
     return Cell(label, seq, judged(found), tuple(found), brief(outcomes), outcomes)
 
 

@@ -4,14 +4,15 @@ A matrix replays one golden cassette under each fault at each call position (or 
 named plans) and judges each run; ``inprocess`` and ``command`` fill it, ``render`` shows
 it. The rows come from the fault kinds' table (``faultdeck.faults.KINDS``), and each row
 runs only at the calls its kind can happen at (``FaultKind.applies``: no quota error at an
-environment read, no stream cut where nothing streamed); the other cells are not run.
+environment read or at a tool that reaches no service, no stream cut where nothing
+streamed); the other cells are not run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -25,7 +26,7 @@ from .._judge.policy import Outcome, Policy
 from ..faults import KINDS, Fault, FaultPlan
 from ..faults._kinds import Judged
 
-Status = Literal["held", "broke", "miss", "raised", "killed"]
+Status = Literal["held", "broke", "miss", "raised", "killed", "not fired"]
 FINDINGS: frozenset[str] = frozenset({"broke", "miss", "raised"})
 """The statuses that are findings: an invariant broke, the loop left the recorded path, or
 it let an exception out. A crash the restart recovered from (``killed``) is not one."""
@@ -60,9 +61,11 @@ class Cell:
         seq: the call position the fault was placed at; ``None`` for a whole plan.
         status: ``held`` (every invariant held), ``broke`` (one did not), ``miss`` (the
             fault took the loop off the recorded path, so the cassette cannot judge it),
-            ``raised`` (the loop let an exception out, breaking no invariant) or ``killed``
-            (a crash, after which a fresh run finished as the clean run did). ``broke``,
-            ``miss`` and ``raised`` are findings.
+            ``raised`` (the loop let an exception out, breaking no invariant), ``killed``
+            (a crash, after which a fresh run finished as the clean run did) or
+            ``not fired`` (the loop never reached the fault's call: nothing was judged,
+            and it is counted apart, never as held). ``broke``, ``miss`` and ``raised``
+            are findings.
         violations: what broke.
         detail: one line: the outcomes in short, the miss, the exception or the restart.
         outcomes: what the loop returned.
@@ -157,9 +160,11 @@ def plan_cells(
     plans: Mapping[str, FaultPlan] | None,
     policy: Policy,
     calls: Sequence[CallRecord],
+    remote: Collection[str] = frozenset(),
 ) -> list[Task]:
-    """The cells to run: each menu fault at each call of the clean run it applies to, or
-    one whole-run cell per named plan."""
+    """The cells to run: each menu fault at each call of the clean run it applies to (a
+    network fault at a tool only when the tool is in ``remote``), or one whole-run cell per
+    named plan."""
     if plans is None:
         tasks: list[Task] = []
         for label, make in FAULT_MENU.items():
@@ -167,7 +172,7 @@ def plan_cells(
             tasks += [
                 (label, c.seq, FaultPlan([fault.at(seq=c.seq)]))
                 for c in calls
-                if fault.spec.applies(c.kind, streamed=c.streamed)
+                if fault.spec.applies(c.kind, streamed=c.streamed, remote=c.name in remote)
             ]
         return tasks
     if not plans:
@@ -208,6 +213,18 @@ def menu_rows(plans: Mapping[str, FaultPlan] | None, tasks: Sequence[Task]) -> t
 
 def judged(found: Sequence[Violation]) -> Status:
     return "broke" if found else "held"
+
+
+NOT_FIRED = "the loop never reached the fault's call: nothing to judge"
+"""A ``not fired`` cell's detail."""
+
+
+def fired(plan: FaultPlan, calls: Sequence[CallRecord] | Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a fault of ``plan`` landed on one of the run's ``calls`` (records, or their
+    JSON in a report); a plan with no faults counts as fired."""
+    if not plan.faults:
+        return True
+    return any((c.fault if isinstance(c, CallRecord) else c.get("fault")) for c in calls)
 
 
 def brief(outcomes: Sequence[Outcome]) -> str:

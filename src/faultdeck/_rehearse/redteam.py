@@ -23,7 +23,7 @@ import os
 import random
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -102,7 +102,7 @@ def import_hypothesis() -> ModuleType:
     return hypothesis
 
 
-def redteam(
+def redteam(  # noqa: PLR0913 - the public call: options by keyword
     cassette: str | os.PathLike[str],
     entrypoint: str | Entrypoint | None = None,
     *,
@@ -112,6 +112,7 @@ def redteam(
     seed: int = 0,
     policy: Policy | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ok_exit: Collection[int] = (0,),
 ) -> Redteam:
     """Search plans of up to ``max_faults`` faults for the smallest that breaks an invariant.
 
@@ -128,6 +129,7 @@ def redteam(
         policy: the policy to judge by; else the entrypoint module's ``POLICY``, else
             ``Policy()``.
         progress: called as ``progress(replays, budget)`` after each replay.
+        ok_exit: with ``command``, the exit codes that mean the program ended well.
 
     Raises:
         ConfigError: Hypothesis missing, a bad entrypoint, budget or ``max_faults``, both or
@@ -147,9 +149,11 @@ def redteam(
     if entrypoint is not None:
         return _in_process(path, entrypoint, budget, max_faults, seed, policy, progress)
     with tempfile.TemporaryDirectory(prefix="faultdeck-redteam-") as folder:
-        judge, calls, spec = _command_judge(list(command), path, folder, policy or Policy())
+        judge, calls, spec, remote = _command_judge(
+            list(command), path, folder, policy or Policy(), ok_exit
+        )
         plan, cell, replays = search(
-            targets_of(calls), policy or Policy(), judge, budget, max_faults, seed, progress
+            targets_of(calls, remote), policy or Policy(), judge, budget, max_faults, seed, progress
         )
     return Redteam(path, spec, plan, cell, replays, budget, seed)
 
@@ -192,7 +196,13 @@ def _in_process(
         return Cell(LABEL, None, "broke", found, cell.detail, cell.outcomes)
 
     plan, cell, replays = search(
-        targets_of(first.deck.calls), policy, judge, budget, max_faults, seed, progress
+        targets_of(first.deck.calls, first.deck.remote_tools),
+        policy,
+        judge,
+        budget,
+        max_faults,
+        seed,
+        progress,
     )
     snippet = None
     module, _, function = spec.partition(":")
@@ -204,10 +214,10 @@ def _in_process(
 
 
 def _command_judge(
-    command: list[str], path: str, folder: str, policy: Policy
-) -> tuple[Callable[[FaultPlan], Cell], list[CallRecord], str]:
-    clean = _run(command, path, None, folder, "clean")
-    if clean.report is None or clean.code != 0 or clean.report["misses"]:
+    command: list[str], path: str, folder: str, policy: Policy, ok_exit: Collection[int]
+) -> tuple[Callable[[FaultPlan], Cell], list[CallRecord], str, list[str]]:
+    clean = _run(command, path, None, folder, "clean", ok_exit=ok_exit)
+    if clean.report is None or not clean.ok or clean.report["misses"]:
         raise ConfigError(
             f"the clean replay of {path} with {' '.join(command)} does not replay "
             f"({clean.ending()}); re-record the cassette, and check that the program runs "
@@ -218,9 +228,10 @@ def _command_judge(
 
     def judge(plan: FaultPlan) -> Cell:
         runs[0] += 1
-        return run_cell(command, path, folder, str(runs[0]), (LABEL, None, plan), calls, policy)
+        task = (LABEL, None, plan)
+        return run_cell(command, path, folder, str(runs[0]), task, calls, policy, ok_exit=ok_exit)
 
-    return judge, calls, " ".join(command)
+    return judge, calls, " ".join(command), clean.report.get("remote_tools", [])
 
 
 def search(

@@ -13,7 +13,7 @@ Hypothesis is imported only inside the functions, so this module imports without
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,32 +39,40 @@ class Target:
         name: the call's name.
         streamed: whether its answer streamed (stream faults apply only then).
         count: how many times the clean run made it.
+        remote: a tool that reaches a service (network faults apply to a tool only then).
     """
 
     kind: str
     name: str
     streamed: bool
     count: int
+    remote: bool = False
 
     def kinds(self) -> tuple[str, ...]:
         """The fault kinds that can happen at this call and can be drawn, in table order."""
         return tuple(
             k.name
             for k in KINDS.values()
-            if k.applies(self.kind, streamed=self.streamed)
+            if k.applies(self.kind, streamed=self.streamed, remote=self.remote)
             and all(d is not REQUIRED or (k.name, p) in VARIED for p, (_, d) in k.params.items())
         )
 
 
-def targets_of(calls: Sequence[CallRecord]) -> tuple[Target, ...]:
-    """Each distinct ``(kind, name)`` of the clean run's calls, in order of its first call."""
+def targets_of(
+    calls: Sequence[CallRecord], remote: Collection[str] = frozenset()
+) -> tuple[Target, ...]:
+    """Each distinct ``(kind, name)`` of the clean run's calls, in order of its first call
+    (a tool in ``remote`` reaches a service)."""
     counts: dict[tuple[str, str], int] = {}
     streamed: dict[tuple[str, str], bool] = {}
     for call in calls:
         key = (call.kind, call.name)
         counts[key] = counts.get(key, 0) + 1
         streamed[key] = streamed.get(key, False) or call.streamed
-    found = (Target(kind, name, streamed[kind, name], n) for (kind, name), n in counts.items())
+    found = (
+        Target(kind, name, streamed[kind, name], n, name in remote)
+        for (kind, name), n in counts.items()
+    )
     return tuple(t for t in found if t.kinds())
 
 

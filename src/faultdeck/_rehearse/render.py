@@ -21,7 +21,14 @@ from .matrix import REPLAY_ROW, Cell, Matrix, Status
 if TYPE_CHECKING:
     from rich.table import Table
 
-SYMBOLS: dict[str, str] = {"held": "✓", "broke": "✗", "miss": "~", "raised": "!", "killed": "↻"}
+SYMBOLS: dict[str, str] = {
+    "held": "✓",
+    "broke": "✗",
+    "miss": "~",
+    "raised": "!",
+    "killed": "↻",
+    "not fired": "○",
+}
 """One character per cell status."""
 
 NOT_APPLICABLE = "·"
@@ -29,7 +36,8 @@ NOT_APPLICABLE = "·"
 
 LEGEND = (
     "✓ held, ✗ broke, ~ off the recorded path, ! raised, ↻ killed by a crash and restarted "
-    "fine, · does not apply at that call (not run); ✗ ~ ! are findings"
+    "fine, ○ not fired (the loop never reached its call), · does not apply at that call (not "
+    "run); ✗ ~ ! are findings"
 )
 """The symbols in a line, for the table's caption and the command's help."""
 
@@ -39,6 +47,7 @@ STYLES: dict[str, str] = {
     "miss": "yellow",
     "raised": "magenta",
     "killed": "cyan",
+    "not fired": "dim",
 }
 """The rich style of each status's symbol."""
 
@@ -105,11 +114,14 @@ def matrix_summary(matrix: Matrix) -> list[str]:
     exceptions and the misses in brief."""
     counts = _counts(matrix)
     total = len(matrix.cells)
-    parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+    parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if s != "not fired")
     lines = [f"{total} cell{'s' if total != 1 else ''}: {parts}"]
     skipped = len(not_applicable(matrix))
     if skipped:
         lines[0] += f" ({skipped} not applicable, not run)"
+    unfired = [c for c in matrix.cells if c.status == "not fired"]
+    if unfired:
+        lines[0] += f"; {len(unfired)} not fired"
     calls = dict(matrix.positions)
     for cell in matrix.broken:
         lines.append(f"{SYMBOLS['broke']} {_where(cell, calls)}:")
@@ -117,6 +129,11 @@ def matrix_summary(matrix: Matrix) -> list[str]:
     for cell in matrix.cells:
         if cell.status == "raised":
             lines.append(f"{SYMBOLS['raised']} {_where(cell, calls)}: {cell.detail}")
+    if unfired:
+        lines.append(
+            f"{SYMBOLS['not fired']} {len(unfired)} not fired (the loop never reached the "
+            f"fault's call, so it judged nothing): {', '.join(_place(c) for c in unfired)}"
+        )
     misses = [c for c in matrix.cells if c.status == "miss"]
     if misses:
         lines.append(

@@ -28,6 +28,7 @@ SECTION = """\
 # normalizers = {}            # per-call rules: {search_docs = "myproject.testing:drop_trace_id"}
 # max_age = "90d"             # warn on cassettes last committed longer ago (unset: never)
 # intercept = false           # pytest: a test's deck answers the HTTP clients its code makes
+# tools = {}                  # tools that reach a service: {search_web = { remote = true }}
 """
 """The section ``init`` appends to pyproject.toml; commented out, so the defaults hold."""
 

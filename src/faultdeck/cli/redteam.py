@@ -24,7 +24,7 @@ from ._common import (
     emit_json,
 )
 from ._progress import meter
-from .rehearse import entry_policy
+from .rehearse import OK_EXIT, entry_policy, ok_exits
 
 if TYPE_CHECKING:
     from .._rehearse.redteam import Redteam
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 )
 @click.option("--quiet", is_flag=True, help="Show no progress on stderr.")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
+@OK_EXIT
 def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     cassette: str,
     command: tuple[str, ...],
@@ -79,6 +80,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     out_path: str,
     quiet: bool,
     fmt: str,
+    ok_exit_text: str,
 ) -> None:
     """Search plans of up to --max-faults faults on CASSETTE for the smallest that breaks
     an invariant.
@@ -108,6 +110,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
             param_hint="--out",
         )
     policy = entry_policy(policy_spec)
+    ok_exit = ok_exits(ok_exit_text, command)
     with meter(noun="replays", failure=("finding", "findings"), live=False, quiet=quiet) as shown:
         shown.begin(total=budget)
         result = search(
@@ -119,6 +122,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
             seed=seed,
             policy=policy,
             progress=shown,
+            ok_exit=ok_exit,
         )
         shown.failed(int(result.found))
         shown.end()

@@ -26,6 +26,17 @@ from ._child import Running, running_options
 from ._common import FORMAT, FORMAT_HELP, BeforeTheProgram, Finding, console, emit_json
 from ._progress import meter
 
+OK_EXIT = click.option(
+    "--ok-exit",
+    "ok_exit_text",
+    default="0",
+    show_default=True,
+    metavar="CODES",
+    help="With -- CMD: the exit codes that mean the program ended well, e.g. 0,3 for one "
+    "whose graceful stop under a fault exits 3; any other is a raised cell.",
+)
+"""``--ok-exit``, as ``rehearse`` and ``redteam`` take it (``ok_exits`` reads it)."""
+
 
 @click.command(cls=BeforeTheProgram)
 @click.argument("cassettes", metavar="CASSETTE...", nargs=-1, required=True)
@@ -50,6 +61,7 @@ from ._progress import meter
 )
 @running_options("Run cells on this many processes (with --executor ray: Ray CPUs).")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
+@OK_EXIT
 def rehearse(
     cassettes: tuple[str, ...],
     command: tuple[str, ...],
@@ -57,6 +69,7 @@ def rehearse(
     faults_: str,
     policy_spec: str | None,
     fmt: str,
+    ok_exit_text: str,
     running: Running,
 ) -> None:
     """Replay CASSETTE under every fault at every call it applies to; judge each run.
@@ -86,7 +99,8 @@ def rehearse(
         load(path)  # every cassette read before any runs: a bad one is an input error
     plans = None if faults_ == "all" else {Path(faults_).stem: FaultPlan.load(faults_)}
     policy = entry_policy(policy_spec)
-    how = Rehearsal(entrypoint, command, plans, policy, running)
+    ok_exit = ok_exits(ok_exit_text, command)
+    how = Rehearsal(entrypoint, command, plans, policy, running, ok_exit)
     matrices = rehearse_each(paths, how, several=several)
     out = console()
     if not several:
@@ -116,6 +130,29 @@ class Rehearsal:
     plans: dict[str, FaultPlan] | None
     policy: Policy | None
     running: Running
+    ok_exit: tuple[int, ...] = (0,)
+
+
+def ok_exits(text: str, command: Sequence[str]) -> tuple[int, ...]:
+    """The exit codes ``--ok-exit`` names (``0,3``), for a program after ``--``.
+
+    Raises:
+        click.BadParameter: a code that is not a whole number from 0 to 255, or codes
+            given to an entrypoint (it returns outcomes, not exit codes).
+    """
+    words = [word.strip() for word in text.split(",")]
+    if not all(word.isdigit() and int(word) <= 255 for word in words):
+        raise click.BadParameter(
+            f"{text!r}: give exit codes from 0 to 255, separated by commas, e.g. --ok-exit 0,3",
+            param_hint="--ok-exit",
+        )
+    codes = tuple(dict.fromkeys(int(word) for word in words))
+    if codes != (0,) and not command:
+        raise click.BadParameter(
+            "exit codes judge a program run after --; an entrypoint returns its outcomes",
+            param_hint="--ok-exit",
+        )
+    return codes
 
 
 def cassettes_in(specs: Sequence[str]) -> tuple[list[str], bool]:
@@ -156,7 +193,7 @@ def rehearse_each(paths: Sequence[str], how: Rehearsal, *, several: bool) -> lis
     run: Callable[..., Matrix] = (
         partial(run_matrix, how.entrypoint)
         if how.entrypoint is not None
-        else partial(rehearse_command, how.command)
+        else partial(rehearse_command, how.command, ok_exit=how.ok_exit)
     )
     matrices: list[Matrix] = []
     findings = ("finding", "findings")

@@ -103,6 +103,9 @@ class FaultKind:
         rehearse: the rows it brings to the full rehearsal matrix: (label, its parameters
             from the judging policy); each row runs at the calls the kind applies to.
         kills: the process dies at the call; a rehearsal restarts it and judges the restart.
+        network: it comes from a service over the network (a quota, a 5xx, a timeout, a
+            reset): it happens at model and http calls, and at a tool only when the tool
+            reaches a service (``remote``); a local tool gets tool faults only.
     """
 
     name: str
@@ -119,6 +122,7 @@ class FaultKind:
     rehearse: tuple[tuple[str, Callable[[Judged], dict[str, Any]]], ...] = ()
     kills: bool = False
     mcp: McpShape | None = "error"
+    network: bool = False
 
     @property
     def delays(self) -> bool:
@@ -130,9 +134,12 @@ class FaultKind:
         """Whether it breaks a stream off, and so can only happen where an answer streams."""
         return self.stream_break is not None
 
-    def applies(self, kind: str, *, streamed: bool) -> bool:
+    def applies(self, kind: str, *, streamed: bool, remote: bool = False) -> bool:
         """Whether it can happen at a call of boundary kind ``kind`` (whose answer streamed,
-        or not): a rehearsal's full matrix runs it only there."""
+        or not; for a tool, that reaches a service, or not): a rehearsal's full matrix runs
+        it only there."""
+        if self.network and kind == "tool" and not remote:
+            return False
         return kind in self.applies_to and (streamed or not self.needs_stream)
 
     @property
@@ -199,6 +206,7 @@ _KINDS = (
             ("quota no header", lambda p: {}),
             ("quota non-retryable", lambda p: {"code": "insufficient_quota"}),
         ),
+        network=True,
     ),
     FaultKind(
         "timeout",
@@ -210,6 +218,7 @@ _KINDS = (
         transport="timeout",
         rehearse=(("timeout", lambda p: {}),),
         mcp="timeout",
+        network=True,
     ),
     FaultKind(
         "transient",
@@ -223,6 +232,7 @@ _KINDS = (
             ("transient 503", lambda p: {"status": 503}),
             ("transient 529", lambda p: {"status": 529}),
         ),
+        network=True,
     ),
     FaultKind(
         "bad_tool_call",
@@ -277,6 +287,7 @@ _KINDS = (
         transport="reset",
         rehearse=(("reset", lambda p: {}),),
         mcp="disconnect",
+        network=True,
     ),
     FaultKind(
         "stream_cut",
@@ -336,6 +347,7 @@ _KINDS = (
         _named("disconnect"),
         rehearse=(("disconnect", lambda p: {}),),
         mcp="disconnect",
+        network=True,
     ),
 )
 

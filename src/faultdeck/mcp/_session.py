@@ -152,6 +152,7 @@ class Session:
         name = call_name(method, params)
         tool = method == "tools/call"
         schema = self.versions.get(name, SCHEMA_DEFAULT) if tool else SCHEMA_DEFAULT
+        self.deck.mark_remote(name)  # an MCP server is a service: it can time out, go away
         call = await self.deck.abegin(
             "tool", name, call_args(method, params), schema_version=schema
         )
