@@ -4,6 +4,7 @@ prints (run for real), progress on stderr, bad input, Hypothesis missing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,44 @@ def test_a_command_is_searched_and_pinned_with_rehearse(tmp_path: Path) -> None:
     )  # fmt: skip
     assert again.returncode == 1
     assert "call_budget" in again.stdout
+
+
+def test_the_test_written_names_its_cassette_from_its_folder_and_the_judging_policy(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "judging.py").write_text(
+        "import faultdeck as fd\n\nSTRICT = fd.Policy(max_total_wait=1)\n", "utf-8"
+    )
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    done = run(
+        "redteam", str(GOLDEN), "--entrypoint", f"{ENTRY}:drops_partial_work",
+        "--policy", "judging:STRICT", "--test", "tests/test_pinned.py",
+        "--format", "json", "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    found = json.loads(done.stdout)
+    assert found["policy"] == "judging:STRICT (--policy)"
+    assert found["test_file"] == "tests/test_pinned.py"
+    written = (tests / "test_pinned.py").read_text("utf-8")
+    assert written == found["pytest"]
+    assert "from judging import STRICT as POLICY" in written
+    expected = os.path.relpath(GOLDEN, tests)
+    assert f"cassette={expected!r}," in written
+    # The test runs from its own folder: the marker finds the cassette from there.
+    pytest_run = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_pinned.py")
+    pinned = run(cwd=tmp_path, python=pytest_run)
+    assert pinned.returncode == 1, pinned.stdout
+    assert "partial_work" in pinned.stdout
+
+
+def test_rehearse_says_which_policy_judged(tmp_path: Path) -> None:
+    (tmp_path / "judging.py").write_text(
+        "import faultdeck as fd\n\nPOLICY = fd.Policy(max_total_wait=1)\n", "utf-8"
+    )
+    entry = ("--entrypoint", f"{ENTRY}:good", "--faults", str(tmp_path / "plan.json"))
+    (tmp_path / "plan.json").write_text('{"faults": [{"fault": "timeout", "on": {"nth": 1}}]}')
+    given = run("rehearse", str(GOLDEN), *entry, "--policy", "judging:POLICY", cwd=tmp_path)
+    assert "judged by judging:POLICY (--policy)" in given.stdout, given.stderr
+    module = run("rehearse", str(GOLDEN), *entry, "--format", "json", cwd=tmp_path)
+    assert json.loads(module.stdout)["policy"] == f"{ENTRY}:POLICY, the entrypoint module's"

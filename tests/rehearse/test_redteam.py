@@ -9,12 +9,14 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 import faultdeck as fd
 from faultdeck._base.errors import ConfigError
-from faultdeck._rehearse.redteam import Redteam, redteam
+from faultdeck._rehearse.redteam import Redteam, _earliest, redteam
 from faultdeck._rehearse.redteam_space import targets_of
+from faultdeck.types import Cell
 from faultdeck.workshop import POLICY, Workshop
 from tests.support import GOLDEN, ROOT
 
@@ -213,3 +215,24 @@ def test_the_targets_are_the_clean_runs_calls_in_order() -> None:
 def test_bad_arguments_say_what(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         redteam(GOLDEN, f"{ENTRY}:good", **kwargs)
+
+
+def test_the_plan_reported_is_at_the_earliest_call_that_still_breaks() -> None:
+    """Shrinking can stop at a later call when an earlier one breaks the same invariant;
+    every earlier call of each fault's target is tried after it."""
+    budget = fd.Violation("call_budget", None, "2", "3 model calls at seq 1, 2, 3")
+    waiting = fd.Violation("bounded_waiting", None, "10s", "waited 12s")
+    # The 2nd and 4th calls break the call budget; the 3rd another invariant; the 1st none.
+    verdicts = {1: (), 2: (budget,), 3: (waiting,), 4: (budget,)}
+    seen: dict[bytes, Cell] = {}
+
+    def breaks(plan: fd.FaultPlan) -> bool:
+        found = verdicts[plan.to_json()["faults"][0]["on"]["nth"]]
+        key = orjson.dumps(plan.to_json(), option=orjson.OPT_SORT_KEYS)
+        seen[key] = Cell("redteam", None, "broke" if found else "held", found)
+        return bool(found)
+
+    late = fd.FaultPlan([fd.faults.timeout().on(kind="model", name="chat", nth=4)])
+    breaks(late)
+    earliest = _earliest(late, breaks, seen)
+    assert list(earliest.to_json()["faults"]) == aimed(("timeout", "model", "chat", 2))

@@ -445,6 +445,7 @@ def test_matrix_json_is_json_and_keeps_every_cell(retrying: Matrix) -> None:
     assert set(data) == {
         "cassette",
         "entrypoint",
+        "policy",
         "ok",
         "positions",
         "rows",
@@ -460,6 +461,7 @@ def test_matrix_json_is_json_and_keeps_every_cell(retrying: Matrix) -> None:
     assert not ran & {(n["label"], n["seq"]) for n in data["not_applicable"]}
     assert data["ok"] is False
     assert data["entrypoint"] == f"{ENTRY}:retry_on_quota"
+    assert data["policy"] == f"{ENTRY}:POLICY, the entrypoint module's"
     assert data["positions"][1] == {"seq": 2, "call": "tool read_file"}
     assert sum(data["counts"].values()) == len(data["cells"]) == len(retrying.cells)
     assert data["counts"]["broke"] == len(retrying.broken)
@@ -504,8 +506,9 @@ def test_matrix_summary_names_every_broken_cell_and_its_violations(retrying: Mat
     assert "! timeout at seq 4 (model chat): TransientError" in text
     missing = rehearse(falls_back, GOLDEN)
     summary = matrix_summary(missing)
-    assert summary[-1].startswith(f"~ {matrix_json(missing)['counts']['miss']} off the recorded")
-    assert "timeout at seq 4" in summary[-1]
+    assert summary[-2].startswith(f"~ {matrix_json(missing)['counts']['miss']} off the recorded")
+    assert "timeout at seq 4" in summary[-2]
+    assert summary[-1].endswith("rehearse again with --branches record")
 
 
 def test_matrix_summary_of_a_clean_matrix_has_no_broken_lines(good: Matrix) -> None:

@@ -85,6 +85,8 @@ class Deck:
             its own, and its header names ``parent`` (path, ``at``, sha256 of its bytes).
         model: in mode ``fork``, the model the HTTP requests after ``at`` are sent to in
             place of the one they ask for; the header names it (``retarget.py``).
+        branch: in mode ``fork``, what a rehearsal's branch adds to the header's
+            ``parent``: its cell, fault plan and the seq where it left the recorded path.
 
     Attributes:
         path, mode, match, durability, clock, latency, redactor: as configured.
@@ -114,13 +116,14 @@ class Deck:
         parent: str | os.PathLike[str] | None = None,
         at: int | None = None,
         model: str | None = None,
+        branch: Mapping[str, Any] | None = None,
     ) -> None:
         self._settings = settings or _config.load_settings()
         self.path = os.fspath(cassette)
         self.mode: Mode = check_choice(
             "mode", mode or self._settings.mode or "replay", (*_config.MODES, "fork")
         )
-        fork = check_fork(self.path, self.mode, parent, at, model)
+        fork = check_fork(self.path, self.mode, parent, at, model, branch)
         self.match: Match = check_choice("match", match or self._settings.match, _config.MATCHES)
         self.durability: Durability = check_choice(
             "durability", durability or self._settings.durability, _config.DURABILITIES

@@ -14,6 +14,7 @@ checks the options, reads the parent and says what the new cassette starts with.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -29,6 +30,8 @@ PARENT_ENV = "FAULTDECK_FORK_PARENT"
 """The variable ``faultdeck fork`` names the parent cassette in, for ``Deck.from_env``."""
 AT_ENV = "FAULTDECK_FORK_AT"
 """The variable ``faultdeck fork`` puts the fork point in, for ``Deck.from_env``."""
+BRANCH_ENV = "FAULTDECK_FORK_BRANCH"
+"""The variable a rehearsal puts a branch's cell, plan and seq in (JSON), for the header."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +42,14 @@ class ForkPoint:
         parent: the parent cassette, as given.
         at: the calls with seq 1 to ``at`` replay from it; later ones run live.
         model: the model the live calls are sent to, if not the one they ask for.
+        branch: a rehearsal's branch (its cell, plan and where it left the recorded
+            path), put in the header's ``parent`` as ``branch``.
     """
 
     parent: str
     at: int
     model: str | None = None
+    branch: Mapping[str, Any] | None = None
 
 
 def check_fork(
@@ -52,6 +58,7 @@ def check_fork(
     parent: str | os.PathLike[str] | None,
     at: int | None,
     model: str | None = None,
+    branch: Mapping[str, Any] | None = None,
 ) -> ForkPoint | None:
     """The fork point of a deck's options, or ``None`` for a deck that does not fork.
 
@@ -82,7 +89,7 @@ def check_fork(
             f"fork of {parent} into itself: a fork records into a new cassette and leaves "
             "its parent as it was; name another file"
         )
-    return ForkPoint(parent, at, model)
+    return ForkPoint(parent, at, model, branch)
 
 
 def _same(a: str, b: str) -> bool:
@@ -108,6 +115,11 @@ def fork_from_env(env: Mapping[str, str], kwargs: dict[str, Any]) -> None:
     kwargs.setdefault("at", int(at))
     if env.get(MODEL_ENV):
         kwargs.setdefault("model", env[MODEL_ENV])
+    if env.get(BRANCH_ENV):
+        try:
+            kwargs.setdefault("branch", json.loads(env[BRANCH_ENV]))
+        except ValueError:
+            raise ConfigError(f"{BRANCH_ENV} is not JSON: a rehearsal's branch") from None
 
 
 def start_fork(
@@ -139,6 +151,8 @@ def start_fork(
     parent = {"path": shown_path(fork.parent, root), "at": fork.at, "sha256": sha}
     if retarget is not None:
         parent.update(retarget.header(fork.at))
+    if fork.branch is not None:
+        parent["branch"] = dict(fork.branch)
     return replace(recording, entries=tuple(shared)), parent
 
 

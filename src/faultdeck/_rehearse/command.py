@@ -31,6 +31,7 @@ from .._judge.invariants import Violation, check
 from .._judge.policy import Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
+from .branches import Branching, branches_of, check_branching, header, on_branches, path_of
 from .matrix import (
     NOT_FIRED,
     REPLAY_ROW,
@@ -40,6 +41,7 @@ from .matrix import (
     Task,
     check_executor,
     fired,
+    judging_policy,
     menu_rows,
     plan_cells,
     positions_of,
@@ -60,6 +62,7 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
     executor: Executor = "local",
     address: str | None = None,
     ok_exit: Collection[int] = (0,),
+    branches: Branching = "replay",
 ) -> Matrix:
     """Run ``command`` against ``cassette`` under each fault and judge each run.
 
@@ -75,6 +78,9 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
         address: the Ray cluster to join; ``None`` starts a local one for the call.
         ok_exit: the exit codes that mean the program ended well (``0``; a program whose
             graceful stop under a fault exits 3 passes ``(0, 3)``): any other is ``raised``.
+        branches: ``replay``, ``record`` or ``off``, as for ``fd.rehearse``: a cell that
+            leaves the recorded path is recorded once as a branch (the program's calls
+            from there live), then replays on it.
 
     Raises:
         ConfigError: the clean run does not replay, or writes no report; a bad executor,
@@ -85,7 +91,7 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
         from .ray import import_ray
 
         import_ray()  # a missing Ray is said before any run
-    policy = policy or Policy()
+    policy, judged_by = judging_policy(policy)
     path = os.path.abspath(os.fspath(cassette))
     with tempfile.TemporaryDirectory(prefix="faultdeck-rehearse-") as folder:
         clean = _run(command, path, None, folder, "clean", ok_exit=ok_exit)
@@ -104,6 +110,8 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
         positions = positions_of(calls)
         replay = _judge(REPLAY_ROW, None, clean, policy)
         tasks = plan_cells(plans, policy, calls, clean.report.get("remote_tools", ()))
+        branched = branches_of(path) if check_branching(branches) != "off" else {}
+        on_golden = [task for task in tasks if task[:2] not in branched]
         total = len(tasks) + 1
         if progress is not None:
             progress(1, total)
@@ -111,8 +119,9 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
 
         def one(index: int) -> Cell:
             cell = run_cell(
-                command, path, folder, str(index), tasks[index], calls, policy, ok_exit=ok_exit
-            )
+                command, path, folder, str(index), on_golden[index], calls, policy,
+                ok_exit=ok_exit,
+            )  # fmt: skip
             done[0] += 1
             if progress is not None:
                 progress(done[0], total)
@@ -123,12 +132,24 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
 
             shared = (list(command), calls, dataclasses.asdict(policy), os.getcwd(), [*ok_exit])
             placed = Placement(address, jobs, progress, total)
-            cells = rehearse_cells(_ray_cell, path, shared, tasks, placed)
+            cells = rehearse_cells(_ray_cell, path, shared, on_golden, placed)
         else:
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-                cells = list(pool.map(one, range(len(tasks))))
+                cells = list(pool.map(one, range(len(on_golden))))
+        cells = on_branches(
+            tasks,
+            branched,
+            cells,
+            branches,
+            lambda on, task: run_cell(
+                command, on, folder, "branched", task, calls, policy, ok_exit=ok_exit
+            ),
+            lambda task: _record_branch(command, path, folder, task),
+        )
+        if progress is not None and len(on_golden) < len(tasks):
+            progress(total, total)
     rows = menu_rows(plans, tasks)
-    return Matrix(path, " ".join(command), positions, rows, (replay, *cells), ())
+    return Matrix(path, " ".join(command), positions, rows, (replay, *cells), (), judged_by)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +243,7 @@ def _run(
     cwd: str | None = None,
     *,
     ok_exit: Collection[int] = (0,),
+    extra: Mapping[str, str] | None = None,
 ) -> _Ran:
     report = os.path.join(folder, f"{name}.report.json")
     env = dict(os.environ)
@@ -236,6 +258,7 @@ def _run(
         plan_path = os.path.join(folder, f"{name}.plan.json")
         Path(plan_path).write_bytes(orjson.dumps(plan.to_json()))
         env["FAULTDECK_FAULTS"] = plan_path
+    env.update(extra or {})
     argv, env = started(command, env)
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
     stderr = done.stderr.decode("utf-8", errors="replace")
@@ -328,3 +351,24 @@ def _judge(label: str, seq: int | None, ran: _Ran, policy: Policy) -> Cell:
         at = next((c["seq"] for c in reversed(report["calls"]) if kills(c["fault"])), seq)
         return Cell(label, seq, "killed", (), f"killed at seq {at} (exit {ran.code})")
     return Cell(label, seq, "held" if ran.ok else "raised", (), ran.ending())
+
+
+def _record_branch(command: Sequence[str], cassette: str, folder: str, task: Task) -> str:
+    """Run the cell's program again, replaying ``cassette`` up to the call before the first
+    it lacks and live from there, into the cell's branch; the branch's path."""
+    label, seq, plan = task
+    ran = _run(command, cassette, plan, folder, "branch")
+    misses = ran.report["misses"] if ran.report else []
+    left_at = int(misses[0]["seq"]) if misses else 1
+    path = path_of(cassette, label, seq)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fork = {
+        "FAULTDECK_MODE": "fork",
+        "FAULTDECK_CASSETTE": path,
+        "FAULTDECK_FORK_PARENT": cassette,
+        "FAULTDECK_FORK_AT": str(left_at - 1),
+        "FAULTDECK_FORK_BRANCH": orjson.dumps(header(label, seq, plan, left_at)).decode(),
+        "FAULTDECK_ALLOW_SIDE_EFFECTS": "1",  # as record does
+    }
+    _run(command, cassette, plan, folder, "branch.record", extra=fork)
+    return path

@@ -13,6 +13,7 @@ nothing; ``render`` shows it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -30,6 +31,14 @@ from .._judge.invariants import Violation, check
 from .._judge.policy import Outcome, Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
+from .branches import (
+    Branching,
+    branches_of,
+    check_branching,
+    header,
+    on_branches,
+    path_of,
+)
 from .matrix import (
     NOT_FIRED,
     REPLAY_ROW,
@@ -43,9 +52,9 @@ from .matrix import (
     difference,
     fired,
     judged,
+    judging_policy,
     load_entrypoint,
     menu_rows,
-    module_policy,
     plan_cells,
     positions_of,
     short,
@@ -55,7 +64,7 @@ if TYPE_CHECKING:
     from .ray import Shipped
 
 
-def rehearse(
+def rehearse(  # noqa: PLR0913 - the public call: options by keyword
     entrypoint: str | Entrypoint,
     cassette: str | os.PathLike[str],
     plans: Mapping[str, FaultPlan] | None = None,
@@ -65,6 +74,7 @@ def rehearse(
     progress: Callable[[int, int], None] | None = None,
     executor: Executor = "local",
     address: str | None = None,
+    branches: Branching = "replay",
 ) -> Matrix:
     """Replay ``cassette`` through ``entrypoint`` under each fault, and judge each run.
 
@@ -83,6 +93,13 @@ def rehearse(
         executor: ``"local"`` (this process, or ``jobs`` processes) or ``"ray"`` (each cell
             a Ray task that imports the entrypoint and gets the cassette as bytes).
         address: the Ray cluster to join; ``None`` starts a local one for the call.
+        branches: ``replay`` (default): a cell with a branch beside the cassette replays
+            on it; ``record``: a cell that leaves the recorded path goes on live from
+            there, the upstream reachable, and is kept as its branch (``branches.py``);
+            ``off``: none are used.
+        branches: ``replay`` (default): a cell with a branch beside the cassette replays on
+            it; ``record``: a cell that leaves the recorded path goes live from there, the
+            upstream reachable, and is kept as its branch (``branches.py``); ``off``.
 
     Raises:
         ConfigError: a bad entrypoint, plan, ``jobs`` or executor, Ray missing, or a
@@ -107,7 +124,7 @@ def rehearse(
         spec = f"{getattr(entry, '__module__', '?')}:{name}"
     else:
         raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
-    policy = policy or module_policy(spec)
+    policy, judged_by = judging_policy(policy, spec)
     path = os.fspath(cassette)
 
     first = _clean(entry, path, spec)
@@ -121,6 +138,8 @@ def rehearse(
 
     tasks = plan_cells(plans, policy, first.deck.calls, first.deck.remote_tools)
     rows = menu_rows(plans, tasks)
+    branched = branches_of(path) if check_branching(branches) != "off" else {}
+    on_golden = [task for task in tasks if task[:2] not in branched]
     total = len(tasks) + 1
     if progress is not None:
         progress(1, total)
@@ -130,15 +149,50 @@ def rehearse(
 
         shared = (spec, dataclasses.asdict(policy), baseline)
         placed = Placement(address, jobs, progress, total)
-        cells = rehearse_cells(_ray_cell, path, shared, tasks, placed)
-    elif jobs == 1 or not tasks:
-        for label, seq, plan in tasks:
+        cells = rehearse_cells(_ray_cell, path, shared, on_golden, placed)
+    elif jobs == 1 or not on_golden:
+        for label, seq, plan in on_golden:
             cells.append(_run_cell(entry, path, policy, label, seq, plan, baseline))
             if progress is not None:
                 progress(len(cells) + 1, total)
     else:
-        cells = _run_pool(spec, path, policy, tasks, baseline, jobs, progress, total)
-    return Matrix(path, spec, positions, rows, (replay, *cells), baseline)
+        cells = _run_pool(spec, path, policy, on_golden, baseline, jobs, progress, total)
+    cells = on_branches(
+        tasks,
+        branched,
+        cells,
+        branches,
+        lambda on, task: _run_cell(entry, on, policy, *task, baseline),
+        lambda task: _record_branch(entry, path, *task),
+    )
+    return Matrix(path, spec, positions, rows, (replay, *cells), baseline, judged_by)
+
+
+def _record_branch(
+    entry: Entrypoint, cassette: str, label: str, seq: int | None, plan: FaultPlan
+) -> str:
+    """Run the cell again, replaying ``cassette`` up to the call before the first it lacks
+    and live from there, into its branch; the branch's path."""
+    misses = _play(entry, cassette, plan).deck.report().misses
+    left_at = misses[0].seq if misses else 1
+    path = path_of(cassette, label, seq)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    clock = VirtualClock()
+    told = header(label, seq, plan, left_at)
+    deck = Deck(
+        path,
+        mode="fork",
+        parent=cassette,
+        at=left_at - 1,
+        faults=plan,
+        clock=clock,
+        on_harness_change="ignore",
+        branch=told,
+        allow_side_effects=True,  # as record does: the branch is the run the fault leads to
+    )
+    with contextlib.suppress(Exception), deck:  # the loop's end is judged on the replay
+        entry(deck, clock)
+    return path
 
 
 # -- one run ---------------------------------------------------------------------------------

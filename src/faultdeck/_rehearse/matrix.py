@@ -36,6 +36,11 @@ Executor = Literal["local", "ray"]
 """Where the cells run: here (threads or processes) or as tasks on a Ray cluster."""
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 
+GIVEN = "the policy given"
+"""What a rehearsal says of a policy its caller passed (the command line names its
+``--policy`` instead)."""
+
+
 REPLAY_ROW = "replay (x2)"
 """The row that replays the clean run twice and checks it (replay determinism included)."""
 
@@ -91,6 +96,8 @@ class Matrix:
         cells: the cells, row by row; a fault row has none at the calls its kind does not
             apply to (not run, not counted).
         baseline: the clean replay's outcomes.
+        policy: which policy judged the runs, and where it came from (``--policy``, the
+            entrypoint module's ``POLICY``, or the default, named as such).
     """
 
     cassette: str
@@ -99,6 +106,7 @@ class Matrix:
     rows: tuple[str, ...]
     cells: tuple[Cell, ...]
     baseline: tuple[Outcome, ...]
+    policy: str = GIVEN
 
     @property
     def broken(self) -> tuple[Cell, ...]:
@@ -198,10 +206,19 @@ def check_executor(executor: object) -> Executor:
     raise ConfigError(f"executor must be 'local' or 'ray', got {short(executor)}")
 
 
-def module_policy(spec: str) -> Policy:
-    module = sys.modules.get(spec.partition(":")[0])
-    found = getattr(module, "POLICY", None)
-    return found if isinstance(found, Policy) else Policy()
+def judging_policy(given: Policy | None, spec: str | None = None) -> tuple[Policy, str]:
+    """The policy a rehearsal judges by, and where it came from: ``given``; else the
+    ``POLICY`` of the entrypoint module ``spec`` names (``module:function``); else
+    ``Policy()``, the default."""
+    if given is not None:
+        return given, GIVEN
+    if spec is None:
+        return Policy(), "Policy(), the default (no --policy given)"
+    module = spec.partition(":")[0]
+    found = getattr(sys.modules.get(module), "POLICY", None)
+    if isinstance(found, Policy):
+        return found, f"{module}:POLICY, the entrypoint module's"
+    return Policy(), f"Policy(), the default (no --policy given, and {module} has no POLICY)"
 
 
 def menu_rows(plans: Mapping[str, FaultPlan] | None, tasks: Sequence[Task]) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ from .._judge.policy import Policy
 from ..faults import FaultPlan
 from .command import _calls, _run, run_cell
 from .inprocess import _clean, _play, _run_cell
-from .matrix import Cell, Entrypoint, difference, load_entrypoint, module_policy
+from .matrix import Cell, Entrypoint, difference, judging_policy, load_entrypoint
 from .redteam_space import Target, plans_of, python_fault, targets_of
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class Redteam:
         pytest_snippet: a pytest test pinning the finding (the ``faultdeck`` marker and
             ``assert_invariants``; it fails until the loop is fixed); ``None`` with no plan,
             for a command, or for an entrypoint a test cannot import by name (a lambda).
+        policy: which policy judged the runs, and where it came from.
     """
 
     cassette: str
@@ -72,6 +73,7 @@ class Redteam:
     budget: int
     seed: int
     pytest_snippet: str | None = None
+    policy: str = "the policy given"
 
     @property
     def found(self) -> bool:
@@ -149,13 +151,12 @@ def redteam(  # noqa: PLR0913 - the public call: options by keyword
     if entrypoint is not None:
         return _in_process(path, entrypoint, budget, max_faults, seed, policy, progress)
     with tempfile.TemporaryDirectory(prefix="faultdeck-redteam-") as folder:
-        judge, calls, spec, remote = _command_judge(
-            list(command), path, folder, policy or Policy(), ok_exit
-        )
+        policy, judged_by = judging_policy(policy)
+        judge, calls, spec, remote = _command_judge(list(command), path, folder, policy, ok_exit)
         plan, cell, replays = search(
-            targets_of(calls, remote), policy or Policy(), judge, budget, max_faults, seed, progress
+            targets_of(calls, remote), policy, judge, budget, max_faults, seed, progress
         )
-    return Redteam(path, spec, plan, cell, replays, budget, seed)
+    return Redteam(path, spec, plan, cell, replays, budget, seed, None, judged_by)
 
 
 def _in_process(
@@ -175,7 +176,7 @@ def _in_process(
         spec = f"{getattr(entry, '__module__', '?')}:{name}"
     else:
         raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
-    policy = policy or module_policy(spec)
+    policy, judged_by = judging_policy(policy, spec)
     first = _clean(entry, path, spec)
     baseline = first.outcomes
 
@@ -210,7 +211,7 @@ def _in_process(
     importable = function.isidentifier() and module not in ("?", "__main__")
     if plan is not None and cell is not None and importable:
         snippet = pytest_snippet(path, spec, plan, cell.violations)
-    return Redteam(path, spec, plan, cell, replays, budget, seed, snippet)
+    return Redteam(path, spec, plan, cell, replays, budget, seed, snippet, judged_by)
 
 
 def _command_judge(
@@ -281,19 +282,58 @@ def search(
             return None, None, len(seen)
         finally:
             set_hypothesis_home_dir(None)
+    plan = _earliest(plan, breaks, seen)
     key = orjson.dumps(plan.to_json(), option=orjson.OPT_SORT_KEYS)
     return plan, seen[key], len(seen)
 
 
+def _earliest(
+    plan: FaultPlan, breaks: Callable[[FaultPlan], bool], seen: dict[bytes, Cell]
+) -> FaultPlan:
+    """``plan`` with each fault moved to the earliest call of its target at which the plan
+    still breaks the invariant it broke first: Hypothesis's shrinking can stop at the 4th
+    call when the 2nd breaks the same one. Each fault in turn, every earlier call tried."""
+
+    def first_broken(candidate: FaultPlan) -> str | None:
+        key = orjson.dumps(candidate.to_json(), option=orjson.OPT_SORT_KEYS)
+        found = seen[key].violations if key in seen else ()
+        return found[0].invariant if found else None
+
+    wanted = first_broken(plan)
+    for index in range(len(plan.faults)):
+        data = plan.to_json()
+        nth = data["faults"][index].get("on", {}).get("nth")
+        if not isinstance(nth, int):
+            continue
+        for earlier in range(1, nth):
+            data["faults"][index]["on"]["nth"] = earlier
+            candidate = FaultPlan.from_dict(data)
+            if breaks(candidate) and first_broken(candidate) == wanted:
+                plan = candidate
+                break
+    return plan
+
+
 def pytest_snippet(
-    cassette: str, entrypoint: str, plan: FaultPlan, violations: Sequence[Violation]
+    cassette: str,
+    entrypoint: str,
+    plan: FaultPlan,
+    violations: Sequence[Violation],
+    *,
+    policy_spec: str | None = None,
 ) -> str:
     """A pytest test that pins the finding: the ``faultdeck`` marker replays the cassette
-    under the plan, ``assert_invariants`` fails while the loop breaks it."""
+    under the plan, ``assert_invariants`` fails while the loop breaks it, judged by the
+    policy that judged the search (``policy_spec``, ``MODULE:NAME``; else the entrypoint
+    module's ``POLICY``; else the default). ``cassette`` is written as given: relative to
+    the test's folder, for a marker reads it from there."""
     module, _, function = entrypoint.partition(":")
     loaded = sys.modules.get(module)
     has_policy = isinstance(getattr(loaded, "POLICY", None), Policy)
     policy = f"from {module} import POLICY" if has_policy else "POLICY = fd.Policy()"
+    if policy_spec is not None:
+        source, _, name = policy_spec.partition(":")
+        policy = f"from {source} import {name}" + ("" if name == "POLICY" else " as POLICY")
     broken = sorted({v.invariant for v in violations}) or ["an invariant"]
     items = ",\n".join(f"        {python_fault(f)}" for f in plan.faults)
     return "\n".join(

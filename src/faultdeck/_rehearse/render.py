@@ -140,13 +140,17 @@ def matrix_summary(matrix: Matrix) -> list[str]:
             f"{SYMBOLS['miss']} {len(misses)} off the recorded path (the cassette has no "
             f"answer there to judge the loop by): {', '.join(_place(c) for c in misses)}"
         )
+        lines.append(
+            "  record where they lead once, the upstream reachable, and judge them offline "
+            "from then on: rehearse again with --branches record"
+        )
     return lines
 
 
 def matrix_json(matrix: Matrix) -> dict[str, Any]:
     """The matrix as JSON-ready data (see the shape below); ``json.dumps`` takes it as is.
 
-    ``{"cassette", "entrypoint", "ok", "positions": [{"seq", "call"}], "rows",
+    ``{"cassette", "entrypoint", "policy", "ok", "positions": [{"seq", "call"}], "rows",
     "counts": {status: n}, "not_applicable": [{"label", "seq"}] (cells not run: the fault
     does not apply at that call), "cells": [{"label", "seq", "call", "status", "detail",
     "violations": [{"invariant", "op", "bound", "observed"}], "outcomes": [outcome]}],
@@ -158,6 +162,7 @@ def matrix_json(matrix: Matrix) -> dict[str, Any]:
     return {
         "cassette": matrix.cassette,
         "entrypoint": matrix.entrypoint,
+        "policy": matrix.policy,
         "ok": matrix.ok,
         "positions": [{"seq": seq, "call": call} for seq, call in matrix.positions],
         "rows": list(matrix.rows),

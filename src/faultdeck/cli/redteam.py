@@ -7,6 +7,7 @@ writes the plan as a plan file (exit 1, a finding); exit 0 when the budget found
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,6 +70,13 @@ if TYPE_CHECKING:
 @click.option("--quiet", is_flag=True, help="Show no progress on stderr.")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
 @OK_EXIT
+@click.option(
+    "--test",
+    "test_path",
+    metavar="FILE",
+    help="Write the pytest test that pins the finding to FILE (its cassette path relative "
+    "to FILE's folder); without it the test is printed with paths relative to here.",
+)
 def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     cassette: str,
     command: tuple[str, ...],
@@ -81,6 +89,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     quiet: bool,
     fmt: str,
     ok_exit_text: str,
+    test_path: str | None,
 ) -> None:
     """Search plans of up to --max-faults faults on CASSETTE for the smallest that breaks
     an invariant.
@@ -96,7 +105,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     faultdeck redteam golden.jsonl --entrypoint examples.workshop.rehearsal:retry_on_quota
     faultdeck redteam golden.jsonl --budget 200 --seed 3 -- python agent.py
     """
-    from .._rehearse.redteam import import_hypothesis
+    from .._rehearse.redteam import import_hypothesis, pytest_snippet
     from .._rehearse.redteam import redteam as search
 
     if (entrypoint is None) == (not command):
@@ -126,6 +135,18 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
         )
         shown.failed(int(result.found))
         shown.end()
+    if policy_spec is not None:
+        result = replace(result, policy=f"{policy_spec} (--policy)")
+    if result.pytest_snippet is not None and result.plan is not None:
+        # The marker reads its cassette from the test's folder: the path is written from there.
+        folder = os.path.dirname(os.path.abspath(test_path)) if test_path else os.getcwd()
+        named = cassette if "://" in cassette else os.path.relpath(cassette, folder)
+        snippet = pytest_snippet(
+            named, result.entrypoint, result.plan, result.violations, policy_spec=policy_spec
+        )
+        result = replace(result, pytest_snippet=snippet)
+        if test_path:
+            Path(test_path).write_text(snippet, "utf-8")
     if result.plan is not None:
         Path(out_path).write_bytes(orjson.dumps(result.plan.to_json(), option=orjson.OPT_INDENT_2))
     if fmt == "json":
@@ -140,6 +161,8 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
                 "violations": [str(v) for v in result.violations],
                 "invariants": sorted({v.invariant for v in result.violations}),
                 "pytest": result.pytest_snippet,
+                "test_file": test_path if result.pytest_snippet and test_path else None,
+                "policy": result.policy,
             }
         )
     else:
@@ -154,7 +177,8 @@ def _print_text(result: Redteam, out_path: str, cassette: str, command: tuple[st
     if result.plan is None or result.cell is None:
         out.print(
             f"no plan broke an invariant: {result.replays} of the budget's "
-            f"{plural(result.budget, 'plan')} replayed (seed {result.seed})",
+            f"{plural(result.budget, 'plan')} replayed (seed {result.seed}), judged by "
+            f"{result.policy}",
             markup=False,
         )
         return
@@ -171,6 +195,7 @@ def _print_text(result: Redteam, out_path: str, cassette: str, command: tuple[st
         out.print(f"    {violation}", markup=False)
     if result.cell.detail:
         out.print(f"outcomes: {result.cell.detail}", markup=False)
+    out.print(f"judged by {result.policy}", markup=False)
     out.print(f"plan written to {out_path}", markup=False)
     if result.pytest_snippet is not None:
         out.print("pin it in pytest:\n", markup=False)

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -61,14 +61,24 @@ OK_EXIT = click.option(
 )
 @running_options("Run cells on this many processes (with --executor ray: Ray CPUs).")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
+@click.option(
+    "--branches",
+    type=click.Choice(["record", "replay", "off"]),
+    default="replay",
+    show_default=True,
+    help="record: a cell that leaves the recorded path goes on live from there (the "
+    "upstream reachable) and is kept as a branch beside CASSETTE (CASSETTE.branches/); "
+    "replay: a cell with a branch replays on it, offline; off: branches are not used.",
+)
 @OK_EXIT
-def rehearse(
+def rehearse(  # noqa: PLR0913 - one parameter per option, as click passes them
     cassettes: tuple[str, ...],
     command: tuple[str, ...],
     entrypoint: str | None,
     faults_: str,
     policy_spec: str | None,
     fmt: str,
+    branches: str,
     ok_exit_text: str,
     running: Running,
 ) -> None:
@@ -100,8 +110,10 @@ def rehearse(
     plans = None if faults_ == "all" else {Path(faults_).stem: FaultPlan.load(faults_)}
     policy = entry_policy(policy_spec)
     ok_exit = ok_exits(ok_exit_text, command)
-    how = Rehearsal(entrypoint, command, plans, policy, running, ok_exit)
+    how = Rehearsal(entrypoint, command, plans, policy, running, ok_exit, branches)
     matrices = rehearse_each(paths, how, several=several)
+    if policy_spec is not None:
+        matrices = [replace(m, policy=f"{policy_spec} (--policy)") for m in matrices]
     out = console()
     if not several:
         (matrix,) = matrices
@@ -112,6 +124,7 @@ def rehearse(
             out.print(LEGEND, markup=False)
             for line in matrix_summary(matrix):
                 out.print(line, markup=False)
+            out.print(f"judged by {matrix.policy}", markup=False)
     elif fmt == "json":
         emit_json(several_json(paths, matrices))
     else:
@@ -131,6 +144,7 @@ class Rehearsal:
     policy: Policy | None
     running: Running
     ok_exit: tuple[int, ...] = (0,)
+    branches: str = "replay"
 
 
 def ok_exits(text: str, command: Sequence[str]) -> tuple[int, ...]:
@@ -206,6 +220,7 @@ def rehearse_each(paths: Sequence[str], how: Rehearsal, *, several: bool) -> lis
             matrix = run(
                 path,
                 how.plans,
+                branches=how.branches,
                 policy=how.policy,
                 jobs=running.jobs,
                 progress=progress,
@@ -260,6 +275,7 @@ def print_several(out: Console, paths: Sequence[str], matrices: Sequence[Matrix]
         out.print(table)
         for line in matrix_summary(matrix):
             out.print(line, markup=False)
+        out.print(f"judged by {matrix.policy}", markup=False)
         out.print()
     out.print(LEGEND, markup=False)
     out.print(summary_table([summary_row(p, m) for p, m in zip(paths, matrices, strict=True)]))

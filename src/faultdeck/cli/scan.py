@@ -136,8 +136,11 @@ def print_stale(stale: list[dict[str, Any]], age: str, files: int) -> None:
 
 
 def cassette_files(paths: Sequence[str]) -> list[Path]:
-    """The files ``scan`` reads: the files named, and the *.jsonl files under the folders
-    named (a folder whose name ends in .jsonl is a folder, not a cassette)."""
+    """The files ``scan`` reads: the files named with their rehearsal branches
+    (``base.branches/*.jsonl`` beside ``base.jsonl``), and the *.jsonl files under the
+    folders named (a folder whose name ends in .jsonl is a folder, not a cassette)."""
+    from .._rehearse.branches import folder_of
+
     files: list[Path] = []
     for name in paths:
         path = Path(name)
@@ -145,6 +148,9 @@ def cassette_files(paths: Sequence[str]) -> list[Path]:
             files.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
         elif path.is_file():
             files.append(path)
+            branches = Path(folder_of(name))
+            if branches.is_dir():
+                files.extend(sorted(p for p in branches.glob("*.jsonl") if p.is_file()))
         else:
             raise click.UsageError(f"no such file or folder: {name}")
-    return files
+    return list(dict.fromkeys(files))

@@ -22,6 +22,7 @@ from .._cassette.store import is_url
 from .._cassette.summary import show_json
 from .._cassette.writer import partial_path
 from .._diff.fork import Link, lineage
+from .._rehearse.branches import listed
 from ._common import FORMAT, FORMAT_HELP, console, emit_json
 
 
@@ -32,7 +33,8 @@ def show(cassette: str, fmt: str) -> None:
     """Show a cassette: its header, its calls, and whether the run ended cleanly.
 
     A fork (faultdeck fork) shows its lineage too: the cassettes it descends from and
-    the seq each one forked at.
+    the seq each one forked at; a rehearsed cassette, the branches kept beside it
+    (rehearse --branches record).
 
     \b
     faultdeck show runs/base.jsonl
@@ -46,6 +48,18 @@ def show(cassette: str, fmt: str) -> None:
             data["lineage"] = [
                 {"path": k.path, "forked_at": k.forked_at, "state": k.state} for k in links
             ]
+        kept = listed(cassette)
+        if kept:
+            data["branches"] = [
+                {
+                    "path": path,
+                    "cell": branch.label if branch else None,
+                    "seq": branch.seq if branch else None,
+                    "left_at": branch.left_at if branch else None,
+                    "state": state,
+                }
+                for path, branch, state in kept
+            ]
         emit_json(data)
         return
     out = console()
@@ -55,6 +69,8 @@ def show(cassette: str, fmt: str) -> None:
         f"{recorded_at(header.harness)}"
     )
     for line in lineage_lines(links):
+        out.print(line, markup=False)
+    for line in branch_lines(cassette):
         out.print(line, markup=False)
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
@@ -87,6 +103,21 @@ _STATE = {
     "changed": "  (changed since the fork: its sha256 differs, so the calls are no longer shared)",
     "missing": "  (not found: the lineage stops here)",
 }
+
+
+def branch_lines(cassette: str) -> list[str]:
+    """The branches ``rehearse --branches record`` kept beside the cassette, one a line."""
+    found = listed(cassette)
+    lines = ["branches:"] if found else []
+    for path, branch, state in found:
+        name = os.path.basename(path)
+        if branch is None:
+            lines.append(f"  {name}: not a branch of this cassette ({state})")
+            continue
+        at = "" if branch.seq is None else f" at seq {branch.seq}"
+        stale = " (stale: the cassette changed since; not used)" if state == "stale" else ""
+        lines.append(f"  {name}: {branch.label}{at}, off the path at seq {branch.left_at}{stale}")
+    return lines
 
 
 def lineage_lines(links: Sequence[Link]) -> list[str]:
