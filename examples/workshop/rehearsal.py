@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import faultdeck as fd
 from examples.workshop import broken
-from faultdeck.workshop import POLICY, Workshop
+from faultdeck.workshop import OPS, POLICY, Workshop
 
 __all__ = [
     "POLICY",
     "coin_flip_retry",
     "drops_partial_work",
     "good",
+    "reads_errors_back",
     "retry_on_quota",
     "unbounded_backoff",
 ]
@@ -50,3 +51,22 @@ def drops_partial_work(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome
 def coin_flip_retry(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
     """The loop that retries by an unseeded coin (breaks replay_determinism)."""
     return Workshop(deck).run(POLICY, clock=clock, runner=broken.coin_flip_retry)
+
+
+def reads_errors_back(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+    """The loop that, when a read fails, tells the model what failed instead of stopping:
+    the patch request then carries the error, a request the golden run never made. A
+    rehearsal finds that cell off the recorded path until ``--branches record`` keeps
+    where it leads; from then on it is judged offline, on its branch."""
+    workshop = Workshop(deck)
+
+    def step(op: str) -> object:
+        try:
+            return workshop.step(op)
+        except fd.TransientError as exc:
+            if op != "read":
+                raise
+            workshop.notes = {"error": f"the read failed ({exc.code}); patch from the plan"}
+            return ["error"]
+
+    return fd.run_steps(step, OPS, POLICY, clock=clock, repair=workshop.repair)

@@ -282,3 +282,22 @@ def test_a_crash_leaves_the_cassette_resumable(tmp_path: Path) -> None:
     report = resumed.report()
     assert (report.used, report.live) == (3, 2)
     assert not fd.load(path).interrupted
+
+
+def test_a_loop_that_reads_its_errors_back_is_judged_on_its_branch(tmp_path: Path) -> None:
+    """The error goes into the patch request, which the golden run never sent: off the
+    recorded path until the branch is recorded, then judged offline on it."""
+    golden = tmp_path / "golden.jsonl"
+    golden.write_bytes(GOLDEN.read_bytes())
+    entry = "examples.workshop.rehearsal:reads_errors_back"
+    plans = {"read fails": fd.FaultPlan([faults.tool_error().on(**READ, nth=1)])}
+
+    first = fd.rehearse(entry, golden, plans)
+    assert [c.status for c in first.cells] == ["held", "miss"]
+    recorded = fd.rehearse(entry, golden, plans, branches="record")
+    assert [c.status for c in recorded.cells] == ["held", "held"]
+    branch = fd.load(tmp_path / "golden.branches" / "read-fails.jsonl")
+    asked = branch.entries[-2].args["messages"][-1]["content"]
+    assert "the read failed (tool_error)" in asked  # where the error led, recorded once
+    again = fd.rehearse(entry, golden, plans)  # on the branch, offline
+    assert again.cells == recorded.cells

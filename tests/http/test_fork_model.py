@@ -21,6 +21,7 @@ import aiohttp
 import httpx
 import pytest
 import requests
+import urllib3
 
 import faultdeck as fd
 from tests.support.fake_upstream import Upstream
@@ -86,6 +87,12 @@ def urllib_routed(deck: fd.Deck, url: str, question: str) -> str:
         return str(json.loads(reply.read())["model"])
 
 
+def urllib3_routed(deck: fd.Deck, url: str, question: str) -> str:
+    with fd.intercept(deck):
+        reply = urllib3.request("POST", f"{url}/v1/chat/completions", json=_chat(question))
+    return str(reply.json()["model"])
+
+
 def aiohttp_routed(deck: fd.Deck, url: str, question: str) -> str:
     async def ask() -> str:
         async with aiohttp.ClientSession() as session:
@@ -103,6 +110,7 @@ SENDERS: dict[str, tuple[Send, str]] = {
     "httpx-intercepted": (httpx_routed, "gpt-4o-mini"),
     "requests-intercepted": (requests_routed, "gpt-4o-mini"),
     "urllib-intercepted": (urllib_routed, "gpt-4o-mini"),
+    "urllib3-intercepted": (urllib3_routed, "gpt-4o-mini"),
     "aiohttp-intercepted": (aiohttp_routed, "gpt-4o-mini"),
 }
 

@@ -127,9 +127,10 @@ def _send(deck: Deck, httpx: Any, hop: _Hop, sent: Callable[[Mapping[str, Any]],
         content=data,
     )
 
-    def live(request: Any) -> Any:
+    def live(request: Any) -> Any:  # ``request``: as the deck sends it (a fork's other model)
+        asked = changes if request is routed else {**changes, **_resent(hop, request.content)}
         try:
-            raw = sent(changes)
+            raw = sent(asked)
         except Exception as exc:
             error = _recorded_error(exc, httpx, request)
             if error is None:
@@ -153,6 +154,15 @@ def _send(deck: Deck, httpx: Any, hop: _Hop, sent: Callable[[Mapping[str, Any]],
         parsed = wire(answer, hop.method, httpx)
         return parsed if _LEGACY else _response(parsed, hop)
     raise error
+
+
+def _resent(hop: _Hop, content: bytes) -> dict[str, Any]:
+    """The options that send ``content`` in place of the program's body, with its length
+    said again when the program said one."""
+    headers = dict(hop.options.get("headers") or {})
+    for name in [n for n in headers if n.lower() == "content-length"]:
+        headers[name] = str(len(content))
+    return {"body": content, "headers": headers} if headers else {"body": content}
 
 
 def _full_url(pool: Any, url: str) -> str:
