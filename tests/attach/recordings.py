@@ -38,6 +38,20 @@ def named(report: fd.Report) -> list[tuple[str, str]]:
     return [(call.name, call.key) for call in report.calls]
 
 
+def meaning(headers: dict[str, list[str]], body: bytes) -> Any:
+    """A body by what it means: a stream's events (``events``), JSON's value, else its
+    bytes (``/stream``'s lines come as ``application/json`` but are no one JSON value)."""
+    content_type = headers.get("content-type", [""])[0]
+    if content_type.startswith("text/event-stream"):
+        return events(body)
+    if content_type == "application/json" and body:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return body
+
+
 def events(body: bytes) -> list[Any]:
     """A stream's events by meaning, but for ``created``: the deck stores a timestamp as a
     placeholder (a recording's volatile fields are normalized), so it replays as another."""

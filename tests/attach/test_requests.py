@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import orjson
 import pytest
 import requests
 import requests.adapters
@@ -27,7 +26,7 @@ from faultdeck.http import Transport
 
 from ..support.fake_upstream import Upstream
 from ..support.httpbin import httpbin
-from .recordings import VOLATILE, Recording, events, named
+from .recordings import VOLATILE, Recording, events, meaning, named
 
 ORIGINAL_SEND = requests.adapters.HTTPAdapter.send
 SECRET = "sk-proj-" + "Qq1Ww2Ee3Rr4Tt5Yy6Uu7Ii8Oo9"
@@ -51,14 +50,7 @@ class Seen:
     pieces: int
 
     def meaning(self) -> Any:
-        if self.headers.get("content-type", [""])[0].startswith("text/event-stream"):
-            return events(self.body)
-        if self.headers.get("content-type") == ["application/json"] and self.body:
-            try:
-                return orjson.loads(self.body)
-            except orjson.JSONDecodeError:  # /stream's lines under application/json
-                pass
-        return self.body
+        return meaning(self.headers, self.body)
 
 
 Recorded = Recording[Seen]

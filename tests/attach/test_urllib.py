@@ -30,7 +30,7 @@ from faultdeck.http import Transport
 
 from ..support.fake_upstream import Upstream
 from ..support.httpbin import httpbin
-from .recordings import VOLATILE, Recording, events, named
+from .recordings import VOLATILE, Recording, events, meaning, named
 
 ORIGINAL_DO_OPEN = urllib.request.AbstractHTTPHandler.do_open
 SECRET = "sk-proj-" + "Pp9Oo8Ii7Uu6Yy5Tt4Rr3Ee2Ww1"
@@ -53,17 +53,8 @@ class Seen:
     lines: int = 0
 
     def meaning(self) -> Any:
-        body = self.body
-        if self.headers.get("content-encoding") == ["gzip"]:
-            body = gzip.decompress(body)
-        if self.headers.get("content-type", [""])[0].startswith("text/event-stream"):
-            return events(body)
-        if self.headers.get("content-type") == ["application/json"] and body:
-            try:
-                return orjson.loads(body)
-            except orjson.JSONDecodeError:  # /stream's lines under application/json
-                pass
-        return body
+        gzipped = self.headers.get("content-encoding") == ["gzip"]  # urllib leaves it so
+        return meaning(self.headers, gzip.decompress(self.body) if gzipped else self.body)
 
 
 Recorded = Recording[Seen]

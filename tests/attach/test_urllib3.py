@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import orjson
 import pytest
 import requests
 import urllib3
@@ -36,7 +35,7 @@ from ..support.fake_upstream import Upstream
 from ..support.httpbin import httpbin
 from ..support.outage import Refused, Silent
 from ..support.proxies import Proxy, TLSServer
-from .recordings import VOLATILE, Recording, events, named
+from .recordings import VOLATILE, Recording, events, meaning, named
 
 ORIGINAL_MAKE_REQUEST = vars(HTTPConnectionPool)["_make_request"]
 ORIGINAL_PREPARE_PROXY = vars(HTTPSConnectionPool)["_prepare_proxy"]
@@ -61,14 +60,7 @@ class Seen:
     pieces: int
 
     def meaning(self) -> Any:
-        if self.headers.get("content-type", [""])[0].startswith("text/event-stream"):
-            return events(self.body)
-        if self.headers.get("content-type") == ["application/json"] and self.body:
-            try:
-                return orjson.loads(self.body)
-            except orjson.JSONDecodeError:  # /stream's lines under application/json
-                pass
-        return self.body
+        return meaning(self.headers, self.body)
 
 
 Recorded = Recording[Seen]

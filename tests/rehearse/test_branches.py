@@ -8,6 +8,7 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,20 +87,26 @@ with deck:
 """
 
 
-def test_a_program_records_its_branch_and_replays_it_offline(tmp_path: Path) -> None:
-    (tmp_path / "agent.py").write_text(PROGRAM, "utf-8")
+def timeout_cell(folder: Path, source: str, *options: str) -> dict[str, Any]:
+    """The cell of ``rehearse --faults timeout.json OPTIONS -- python agent.py`` in
+    ``folder``, the program ``source`` recorded there first (once) with its search timed out."""
     cli = [sys.executable, "-m", "faultdeck"]
     program = ["--", sys.executable, "agent.py"]
-    assert run([*cli, "record", "base.jsonl", *program], cwd=tmp_path).returncode == 0
-    plan = tmp_path / "timeout.json"
-    fault = {"fault": "timeout", "on": {"kind": "tool", "name": "search"}}
-    plan.write_text(json.dumps({"faults": [fault]}))
-    rehearse_cli = [*cli, "rehearse", "base.jsonl", "--faults", str(plan), "--format", "json"]
+    plan = folder / "timeout.json"
+    if not plan.exists():
+        (folder / "agent.py").write_text(source, "utf-8")
+        assert run([*cli, "record", "base.jsonl", *program], cwd=folder).returncode == 0
+        fault = {"fault": "timeout", "on": {"kind": "tool", "name": "search"}}
+        plan.write_text(json.dumps({"faults": [fault]}))
+    rehearse = [*cli, "rehearse", "base.jsonl", "--faults", str(plan), "--format", "json"]
+    done = run([*rehearse, *options, *program], cwd=folder)
+    (found,) = [c for c in json.loads(done.stdout)["cells"] if c["label"] == "timeout"]
+    return dict(found)
 
+
+def test_a_program_records_its_branch_and_replays_it_offline(tmp_path: Path) -> None:
     def status(*options: str) -> str:
-        done = run([*rehearse_cli, *options, *program], cwd=tmp_path)
-        (found,) = [c for c in json.loads(done.stdout)["cells"] if c["label"] == "timeout"]
-        return str(found["status"])
+        return str(timeout_cell(tmp_path, PROGRAM, *options)["status"])
 
     assert status() == "miss"
     assert status("--branches", "record") == "held"
@@ -129,3 +136,31 @@ def test_show_lists_the_branches_and_scan_reads_them(golden: Path) -> None:
     assert scanned.returncode == 1
     assert "golden.branches/timeout.jsonl" in scanned.stdout
     assert planted not in scanned.stdout
+
+
+UNREACHABLE = """
+import httpx
+import faultdeck as fd
+
+deck = fd.Deck.from_env()
+with deck:
+    deck.call("model", "chat", {"q": "plan"}, lambda: "a plan")
+    try:
+        deck.call("tool", "search", {"q": "docs"}, lambda: ["doc"], remote=True)
+    except fd.TransientError:
+        try:  # the fallback asks a service that is down while the branch is recorded
+            httpx.get("http://127.0.0.1:9/cache", timeout=5)
+        except httpx.HTTPError:
+            pass
+    deck.call("model", "chat", {"q": "answer"}, lambda: "an answer")
+"""
+
+
+def test_a_branch_whose_live_calls_go_unanswered_is_not_kept(tmp_path: Path) -> None:
+    found = timeout_cell(tmp_path, UNREACHABLE, "--branches", "record")
+    assert found["status"] == "miss"
+    assert found["detail"].endswith(
+        "; its branch was not kept: 1 live call got no answer (ConnectError); with the "
+        "upstream reachable, rehearse again with --branches record"
+    )
+    assert sorted(p.name for p in (tmp_path / "base.branches").iterdir()) == []

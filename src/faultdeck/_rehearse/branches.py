@@ -17,14 +17,16 @@ an input error: the folder is the rehearsal's own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from .._base.errors import ConfigError, FaultdeckWarning
+from .._base.words import plural
 from .._cassette.reader import load
 from .._cassette.session import file_sha256
 from ..faults import FaultPlan
@@ -142,12 +144,14 @@ def on_branches(
     golden: Sequence[Cell],
     branches: Branching,
     run: Callable[[str, Task], Cell],
-    record: Callable[[Task], str],
+    record: Callable[[Task], tuple[str, Sequence[str]]],
 ) -> list[Cell]:
     """Every task's cell, in order: ``golden`` holds the cells run on the golden cassette
     (those of the tasks without a branch, in order); a task with a branch is ``run`` on it;
     with ``record``, a cell that left the recorded path is recorded (``record`` gives the
-    branch's path) and run on its new branch."""
+    branch's path, and the error type of each live call that got no answer) and run on its
+    new branch. A branch whose live calls went unanswered is not kept: the cell stays off
+    the path, and says why."""
     ran = iter(golden)
     cells = []
     for task in tasks:
@@ -155,6 +159,21 @@ def on_branches(
         branch = branched.get((label, seq))
         cell = next(ran) if branch is None else run(branch.path, task)
         if cell.status == "miss" and branches == "record" and branch is None:
-            cell = run(record(task), task)
+            path, unanswered = record(task)
+            if unanswered:
+                cell = replace(cell, detail=f"{cell.detail}; {unkept(path, unanswered)}")
+            else:
+                cell = run(path, task)
         cells.append(cell)
     return cells
+
+
+def unkept(path: str, unanswered: Sequence[str]) -> str:
+    """Remove a branch whose live calls got no answer, and say so."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+    types = ", ".join(sorted(set(unanswered)))
+    return (
+        f"its branch was not kept: {plural(len(unanswered), 'live call')} got no answer "
+        f"({types}); with the upstream reachable, rehearse again with --branches record"
+    )

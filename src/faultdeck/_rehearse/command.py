@@ -353,7 +353,9 @@ def _judge(label: str, seq: int | None, ran: _Ran, policy: Policy) -> Cell:
     return Cell(label, seq, "held" if ran.ok else "raised", (), ran.ending())
 
 
-def _record_branch(command: Sequence[str], cassette: str, folder: str, task: Task) -> str:
+def _record_branch(
+    command: Sequence[str], cassette: str, folder: str, task: Task
+) -> tuple[str, tuple[str, ...]]:
     """Run the cell's program again, replaying ``cassette`` up to the call before the first
     it lacks and live from there, into the cell's branch; the branch's path."""
     label, seq, plan = task
@@ -370,5 +372,6 @@ def _record_branch(command: Sequence[str], cassette: str, folder: str, task: Tas
         "FAULTDECK_FORK_BRANCH": orjson.dumps(header(label, seq, plan, left_at)).decode(),
         "FAULTDECK_ALLOW_SIDE_EFFECTS": "1",  # as record does
     }
-    _run(command, cassette, plan, folder, "branch.record", extra=fork)
-    return path
+    recorded = _run(command, cassette, plan, folder, "branch.record", extra=fork)
+    report = recorded.report or {}
+    return path, tuple(report.get("unanswered", ()))

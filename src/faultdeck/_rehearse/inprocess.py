@@ -170,7 +170,7 @@ def rehearse(  # noqa: PLR0913 - the public call: options by keyword
 
 def _record_branch(
     entry: Entrypoint, cassette: str, label: str, seq: int | None, plan: FaultPlan
-) -> str:
+) -> tuple[str, tuple[str, ...]]:
     """Run the cell again, replaying ``cassette`` up to the call before the first it lacks
     and live from there, into its branch; the branch's path."""
     misses = _play(entry, cassette, plan).deck.report().misses
@@ -192,7 +192,7 @@ def _record_branch(
     )
     with contextlib.suppress(Exception), deck:  # the loop's end is judged on the replay
         entry(deck, clock)
-    return path
+    return path, deck.report().unanswered
 
 
 # -- one run ---------------------------------------------------------------------------------

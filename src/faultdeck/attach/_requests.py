@@ -18,24 +18,21 @@ and said so in one line.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from requests import exceptions as rq
-from urllib3 import exceptions as u3
-from urllib3._collections import HTTPHeaderDict
-from urllib3.response import HTTPResponse
 
 from .._cassette.errorjson import unreached
 from .._deck.deck import Deck
 from ._state import deciding, send
-from ._table import Adapter, Undo, replace
-from ._urllib import body_bytes, header_pairs, http_module, live_response, nothing, wire
+from ._table import ADAPTERS, Undo, replace
+from ._urllib import body_bytes, failing_as, header_pairs, http_module, live_response, nothing, wire
+from ._urllib3 import body_pieces, response_of
 
-_URLLIB3 = Adapter("urllib3", "urllib3", (1, 26), (3,))
-"""The versions of urllib3 (requests' own HTTP) that the responses are built for."""
-_PIECE = 65536
+_URLLIB3 = next(adapter for adapter in ADAPTERS if adapter.library == "urllib3")
+"""urllib3's row: requests' own HTTP, whose responses are built here as that adapter's."""
 
 
 def route(adapters: ModuleType) -> Undo:
@@ -104,13 +101,8 @@ def _send(deck: Deck, httpx: Any, adapter: Any, request: Any, sent: Callable[[An
     )
 
     def live(asked: Any) -> Any:  # ``asked``: the request as the deck sends it
-        try:
+        with failing_as(httpx, asked, _recorded_as):
             inner = sent(prepared if asked is routed else _sent_as(prepared, asked.content))
-        except rq.RequestException as exc:
-            error = _recorded_error(exc, httpx, asked)
-            if error is None:
-                raise
-            raise error from exc
         raw = inner.raw
         return live_response(
             httpx,
@@ -118,7 +110,7 @@ def _send(deck: Deck, httpx: Any, adapter: Any, request: Any, sent: Callable[[An
             raw.status,
             raw.reason or "",
             raw.headers.iteritems(),
-            _pieces(raw, httpx, asked),
+            body_pieces(raw, httpx, asked),
             lambda: _close(raw),
         )
 
@@ -127,7 +119,11 @@ def _send(deck: Deck, httpx: Any, adapter: Any, request: Any, sent: Callable[[An
     except httpx.TransportError as exc:
         error = _program_error(exc, httpx, request)
     else:
-        return adapter.build_response(request, _urllib3_response(request, answer, httpx))
+        parsed = wire(answer, request.method, httpx)  # unread, as urllib3's connection gives it
+        raw = response_of(
+            parsed, request.method, request.url, preload_content=False, decode_content=False
+        )
+        return adapter.build_response(request, raw)
     raise error
 
 
@@ -142,46 +138,6 @@ def _sent_as(prepared: Any, content: bytes) -> Any:
     return changed
 
 
-def _urllib3_response(request: Any, answer: Any, httpx: Any) -> HTTPResponse:
-    """``answer`` as urllib3's connection hands it to ``HTTPAdapter`` (unread)."""
-    parsed = wire(answer, request.method, httpx)
-    headers = HTTPHeaderDict()
-    for name, value in parsed.msg.items():
-        headers.add(name, value)
-    return HTTPResponse(
-        body=parsed,
-        headers=headers,
-        status=parsed.status,
-        version=parsed.version,
-        reason=parsed.reason,
-        preload_content=False,
-        decode_content=False,
-        original_response=parsed,
-        request_method=request.method,
-        request_url=request.url,
-    )
-
-
-def _pieces(raw: Any, httpx: Any, request: Any) -> Iterator[bytes]:
-    """A live urllib3 body's raw bytes as they come (a chunk at a time), its errors as
-    ``httpx2``'s."""
-    read1 = getattr(raw, "read1", None)  # urllib3 2.3 and later: what came, as it comes
-    try:
-        if read1 is None:  # by chunk when chunked, else by _PIECE bytes
-            yield from raw.stream(_PIECE, decode_content=False)
-            return
-        while piece := read1(_PIECE, decode_content=False):
-            yield piece
-    except u3.ReadTimeoutError as exc:
-        raise httpx.ReadTimeout(str(exc), request=request) from exc
-    except u3.ProtocolError as exc:
-        reset = any(isinstance(arg, OSError) for arg in exc.args)
-        kind = httpx.ReadError if reset else httpx.RemoteProtocolError
-        raise kind(str(exc), request=request) from exc
-    except (u3.HTTPError, OSError) as exc:
-        raise httpx.ReadError(str(exc), request=request) from exc
-
-
 def _close(raw: Any) -> None:
     """A live body done with: its connection back to the pool (closed if unread)."""
     if not raw.closed:
@@ -189,17 +145,9 @@ def _close(raw: Any) -> None:
     raw.release_conn()
 
 
-def _recorded_error(exc: Exception, httpx: Any, request: Any) -> Exception | None:
-    """The ``httpx2`` error a live failure of requests is recorded as (``None``: as it is,
-    for one that is not the network's: an invalid URL, a missing schema…)."""
-    name = _recorded_as(exc)
-    if name is None:
-        return None
-    error: Exception = getattr(httpx, name)(str(exc), request=request)
-    return error
-
-
 def _recorded_as(exc: Exception) -> str | None:
+    """What a live failure of requests is recorded as (``None``: as it is, for one that is
+    not the network's: an invalid URL, a missing schema…)."""
     if isinstance(exc, rq.ConnectTimeout):
         return "ConnectTimeout"
     if isinstance(exc, rq.Timeout):

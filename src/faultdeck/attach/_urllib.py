@@ -19,6 +19,7 @@ closed it mid-answer.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import functools
@@ -83,13 +84,8 @@ def _open(deck: Deck, httpx: Any, req: Any, opened: Callable[[Any], Any]) -> Any
     )
 
     def live(request: Any) -> Any:  # as the deck sends it: another body for another model
-        try:
+        with failing_as(httpx, request, _recorded_as):
             response = opened(sent if request is routed else _sent_as(sent, request.content))
-        except Exception as exc:
-            error = _recorded_error(exc, httpx, request)
-            if error is None:
-                raise
-            raise error from exc
         return live_response(
             httpx,
             request,
@@ -121,16 +117,8 @@ def _sent_as(req: Any, content: bytes) -> Any:
     return changed
 
 
-def _recorded_error(exc: Exception, httpx: Any, request: Any) -> Exception | None:
-    """The ``httpx2`` error a live failure of urllib is recorded as (``None``: as it is)."""
-    name = _recorded_as(exc)
-    if name is None:
-        return None
-    error: Exception = getattr(httpx, name)(str(exc), request=request)
-    return error
-
-
 def _recorded_as(exc: Exception) -> str | None:
+    """The ``httpx2`` error a live failure of urllib is recorded as (``None``: as it is)."""
     if isinstance(exc, URLError):  # do_open's, from connecting or sending
         if isinstance(exc.reason, TimeoutError):
             return "ConnectTimeout"
@@ -164,13 +152,8 @@ def _read1(response: Any, httpx: Any, request: Any) -> Iterator[bytes]:
     """A live ``http.client`` body as it comes (a chunk at a time), its errors as
     ``httpx2``'s."""
     while True:
-        try:
+        with failing_as(httpx, request, _recorded_as):
             piece = response.read1(_PIECE)
-        except Exception as exc:
-            error = _recorded_error(exc, httpx, request)
-            if error is None:
-                raise
-            raise error from exc
         if not piece:
             return
         yield piece
@@ -197,6 +180,23 @@ def http_module(library: str) -> Callable[[], ModuleType] | None:
 
 def nothing() -> None:
     """The undo of a library left as it was."""
+
+
+@contextlib.contextmanager
+def failing_as(
+    httpx: Any, request: Any, recorded_as: Callable[[Exception], str | None]
+) -> Iterator[None]:
+    """A live failure of the library inside raised as the ``httpx2`` error the deck records
+    it as: ``recorded_as`` names that error's class, or ``None`` for a failure that is not
+    the network's (a URL it cannot parse, a body it cannot send), which goes out as it is.
+    The library's own error is its cause: what the program gets from a live call."""
+    try:
+        yield
+    except Exception as exc:
+        name = recorded_as(exc)
+        if name is None:
+            raise
+        raise getattr(httpx, name)(str(exc), request=request) from exc
 
 
 def body_bytes(body: Any) -> bytes:

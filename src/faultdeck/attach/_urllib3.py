@@ -43,7 +43,15 @@ from urllib3.response import HTTPResponse
 from .._deck.deck import Deck
 from ._state import deciding, send
 from ._table import Undo, replace
-from ._urllib import body_bytes, header_pairs, http_module, live_response, nothing, wire
+from ._urllib import (
+    body_bytes,
+    failing_as,
+    header_pairs,
+    http_module,
+    live_response,
+    nothing,
+    wire,
+)
 
 _PIECE = 65536
 """The most a live body is read at once (a stream's chunk arrives as it comes)."""
@@ -129,18 +137,13 @@ def _send(deck: Deck, httpx: Any, hop: _Hop, sent: Callable[[Mapping[str, Any]],
 
     def live(request: Any) -> Any:  # ``request``: as the deck sends it (a fork's other model)
         asked = changes if request is routed else {**changes, **_resent(hop, request.content)}
-        try:
+        with failing_as(httpx, request, _recorded_as):
             raw = sent(asked)
-        except Exception as exc:
-            error = _recorded_error(exc, httpx, request)
-            if error is None:
-                raise
-            raise error from exc
         if isinstance(raw, http.client.HTTPResponse):  # urllib3 1.26's
             status, reason, headers = raw.status, raw.reason, raw.msg.items()
         else:
             status, reason, headers = raw.status, raw.reason or "", raw.headers.iteritems()
-        pieces = _pieces(raw, httpx, request)
+        pieces = body_pieces(raw, httpx, request)
         sock = getattr(hop.conn, "sock", None)
         return live_response(
             httpx, request, status, reason, headers, pieces, lambda: _close(raw, hop.conn, sock)
@@ -194,6 +197,26 @@ def _response(parsed: http.client.HTTPResponse, hop: _Hop) -> HTTPResponse:
     """``parsed`` as urllib3's connection gives it to the pool (the body preloaded when the
     program asked), with what ``_make_request`` sets on it."""
     options = hop.options
+    response = response_of(
+        parsed,
+        hop.method,
+        hop.url,
+        preload_content=options.get("preload_content", True),
+        decode_content=options.get("decode_content", True),
+        enforce_content_length=options.get("enforce_content_length", True),
+    )
+    response.retries = options.get("retries")
+    response._connection = options.get("response_conn")
+    response._pool = hop.pool
+    return response
+
+
+def response_of(
+    parsed: http.client.HTTPResponse, method: str, url: str, **options: Any
+) -> HTTPResponse:
+    """A ``urllib3.HTTPResponse`` over ``parsed`` (an answer as ``http.client`` parses it,
+    ``_urllib.wire``), as urllib3's connection builds one; ``options`` as
+    ``HTTPResponse`` takes them (``preload_content``, ``decode_content``…)."""
     headers = HTTPHeaderDict()
     for name, value in parsed.msg.items():
         headers.add(name, value)
@@ -203,24 +226,20 @@ def _response(parsed: http.client.HTTPResponse, hop: _Hop) -> HTTPResponse:
         status=parsed.status,
         version=parsed.version,
         reason=parsed.reason,
-        preload_content=options.get("preload_content", True),
-        decode_content=options.get("decode_content", True),
         original_response=parsed,
-        enforce_content_length=options.get("enforce_content_length", True),
-        request_method=hop.method,
-        request_url=hop.url,
+        request_method=method,
+        request_url=url,
+        **options,
     )
     if hasattr(response, "version_string"):  # (urllib3 2.2 and later)
         response.version_string = "HTTP/1.1"
-    response.retries = options.get("retries")
-    response._connection = options.get("response_conn")
-    response._pool = hop.pool
     return response
 
 
-def _pieces(raw: Any, httpx: Any, request: Any) -> Iterator[bytes]:
-    """A live body's raw bytes as they come (a chunk at a time), its errors as
-    ``httpx2``'s."""
+def body_pieces(raw: Any, httpx: Any, request: Any) -> Iterator[bytes]:
+    """A live body's raw bytes as they come (a chunk at a time), from urllib3's response
+    (or 1.26's ``http.client`` one), its failures as ``httpx2``'s (``_body_failure_as``):
+    the requests adapter reads its bodies here too."""
     if isinstance(raw, http.client.HTTPResponse):  # urllib3 1.26's
         chunks: Iterator[bytes] = iter(lambda: raw.read1(_PIECE), b"")
     elif hasattr(raw, "read1"):  # urllib3 2.3 and later: what came, as it comes
@@ -228,16 +247,32 @@ def _pieces(raw: Any, httpx: Any, request: Any) -> Iterator[bytes]:
     else:  # by chunk when chunked, else by _PIECE bytes
         chunks = raw.stream(_PIECE, decode_content=False)
     while True:
-        try:
+        with failing_as(httpx, request, _body_failure_as):
             piece = next(chunks, b"")
-        except Exception as exc:
-            error = _recorded_error(exc, httpx, request)
-            if error is None:
-                raise
-            raise error from exc
         if not piece:
             return
         yield piece
+
+
+def _body_failure_as(exc: Exception) -> str | None:
+    """What a failure while a body is read is recorded as: the connection is open by then,
+    so nothing of it is a connect error."""
+    if isinstance(exc, u3.ReadTimeoutError | TimeoutError):
+        return "ReadTimeout"
+    if isinstance(exc, u3.ProtocolError):  # a reset, or a body cut short
+        return "ReadError" if _reset(exc) else "RemoteProtocolError"
+    if isinstance(exc, http.client.HTTPException):  # 1.26's, a body cut short
+        return "RemoteProtocolError"
+    return "ReadError" if isinstance(exc, u3.HTTPError | OSError) else None
+
+
+def _reset(exc: u3.ProtocolError) -> bool:
+    """Whether urllib3's ``ProtocolError`` wraps the connection dropping (an ``OSError`` that
+    is not http.client's account of a response cut short)."""
+    return any(
+        isinstance(arg, OSError) and not isinstance(arg, http.client.HTTPException)
+        for arg in exc.args
+    )
 
 
 def _close(raw: Any, conn: Any, sock: Any) -> None:
@@ -250,17 +285,9 @@ def _close(raw: Any, conn: Any, sock: Any) -> None:
             conn.close()
 
 
-def _recorded_error(exc: Exception, httpx: Any, request: Any) -> Exception | None:
-    """The ``httpx2`` error a live failure of urllib3 is recorded as (``None``: as it is,
-    for one that is not the network's: a URL it cannot parse, a body it cannot send…)."""
-    name = _recorded_as(exc)
-    if name is None:
-        return None
-    error: Exception = getattr(httpx, name)(str(exc), request=request)
-    return error
-
-
 def _recorded_as(exc: Exception) -> str | None:
+    """What a live failure of a request is recorded as (``None``: as it is, for one that is
+    not the network's: a URL it cannot parse, a body it cannot send…)."""
     if isinstance(exc, u3.ProxyError):
         return "ProxyError"
     if isinstance(exc, u3.NewConnectionError | u3.SSLError | ssl.SSLError):
@@ -271,12 +298,8 @@ def _recorded_as(exc: Exception) -> str | None:
         return "ReadTimeout"
     if isinstance(exc, http.client.HTTPException):  # RemoteDisconnected, a body cut short
         return "RemoteProtocolError"
-    if isinstance(exc, u3.ProtocolError):  # reading the body, on 2.x
-        reset = any(
-            isinstance(arg, OSError) and not isinstance(arg, http.client.HTTPException)
-            for arg in exc.args
-        )
-        return "ReadError" if reset else "RemoteProtocolError"
+    if isinstance(exc, u3.ProtocolError):
+        return "ReadError" if _reset(exc) else "RemoteProtocolError"
     return "ReadError" if isinstance(exc, OSError) else None
 
 

@@ -86,11 +86,14 @@ def rehearse(  # noqa: PLR0913 - one parameter per option, as click passes them
 
     Prints the matrix (faults x positions) of what held and what broke. Each fault runs
     only at the calls it can happen at ("all" is every kind that applies to the
-    cassette's calls; stream faults only where an answer streamed). Cells: ✓ held, ✗ broke,
-    ~ off the recorded path, ! raised, ↻ killed by a crash, then restarted fault-free and
-    finished as the clean run did (a restart that does not is ✗), · does not apply at that
-    call (not run, not counted). Exit 1 when a cell broke, went off the recorded path or
-    raised (a finding); a crash restarted fine is not one.
+    cassette's calls; stream faults only where an answer streamed; a service's faults only at
+    model and http calls and tools that reach a service). Cells: ✓ held, ✗ broke, ~ off the
+    recorded path, ! raised, ↻ killed by a crash, then restarted fault-free and finished as
+    the clean run did (a restart that does not is ✗), ○ not fired (the loop never reached
+    the fault's call), · does not apply at that call (not run, not counted). Exit 1 when a
+    cell broke, went off the recorded path or raised (a finding); a crash restarted fine is
+    not one. With --branches record, a cell off the recorded path goes live once from there
+    and is kept as a branch beside CASSETTE, judged offline from then on.
 
     CASSETTE may be several files, a folder (every *.jsonl under it) or a quoted glob: then
     each gets its matrix, and a row each in a summary at the end.
