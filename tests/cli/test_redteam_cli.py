@@ -3,6 +3,7 @@ prints (run for real), progress on stderr, bad input, Hypothesis missing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,15 +13,20 @@ from pathlib import Path
 import pytest
 
 import faultdeck as fd
+from faultdeck._rehearse.branches import plan_key
 from tests.support import GOLDEN, ROOT, SRC
 from tests.support.children import child_env
+from tests.support.httpbin import httpbin
 
 ENTRY = "examples.workshop.rehearsal"
 
 
-def run(*args: str, cwd: Path, python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """``faultdeck ARGS`` in ``cwd``, with the repository's examples importable."""
-    env = child_env(COLUMNS="120")
+def run(
+    *args: str, cwd: Path, python: tuple[str, ...] = (), **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``faultdeck ARGS`` in ``cwd``, with the repository's examples importable (and the
+    variables ``extra`` set)."""
+    env = child_env(COLUMNS="120", **extra)
     env["PYTHONPATH"] = f"{SRC}:{ROOT}"
     command = [sys.executable, *python] if python else [sys.executable, "-m", "faultdeck"]
     return subprocess.run(
@@ -172,3 +178,67 @@ def test_rehearse_says_which_policy_judged(tmp_path: Path) -> None:
     assert "judged by judging:POLICY (--policy)" in given.stdout, given.stderr
     module = run("rehearse", str(GOLDEN), *entry, "--format", "json", cwd=tmp_path)
     assert json.loads(module.stdout)["policy"] == f"{ENTRY}:POLICY, the entrypoint module's"
+
+
+WEATHER_AGENT = """
+import os
+import time
+
+import requests
+
+base = os.environ["WEATHER_URL"]
+try:
+    answer = requests.get(f"{base}/anything/weather", params={"city": "Paris"}, timeout=10)
+    answer.raise_for_status()
+except requests.RequestException:
+    time.sleep(60)  # a minute's wait, past the policy's bound, then the backup service
+    answer = requests.get(f"{base}/anything/backup", params={"city": "Paris"}, timeout=10)
+print(answer.json()["url"])
+"""
+
+
+def test_a_program_off_the_path_is_judged_on_its_branch_then_offline(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(WEATHER_AGENT, "utf-8")
+    program = ("--", sys.executable, "agent.py")
+    search = ("redteam", "base.jsonl", "--budget", "8", "--quiet")
+    with httpbin() as url:  # the weather service and its backup, on 127.0.0.1
+        recorded = run("record", "base.jsonl", *program, cwd=tmp_path, WEATHER_URL=url)
+        assert recorded.returncode == 0, recorded.stderr
+        branching = run(
+            *search, "--branches", "record", "--format", "json", *program,
+            cwd=tmp_path, WEATHER_URL=url,
+        )  # fmt: skip
+    assert branching.returncode == 1, branching.stderr
+    found = json.loads(branching.stdout)
+    assert found["invariants"] == ["bounded_waiting"]
+    assert found["plan"]["faults"] == [
+        {
+            "fault": "quota",
+            "code": "rate_limit_exceeded",
+            "on": {"kind": "http", "name": "GET /anything/weather", "nth": 1},
+        }
+    ]
+    digest = hashlib.sha256(plan_key(found["plan"])).hexdigest()[:12]
+    assert found["branch"] == os.path.join("base.branches", f"redteam-{digest}.jsonl")
+    branch = fd.load(tmp_path / found["branch"])
+    assert branch.header.extra["parent"]["branch"] == {
+        "cell": "redteam",
+        "seq": None,
+        "plan": found["plan"],
+        "left_at": 2,
+    }
+    assert [e.name for e in branch.entries] == ["GET /anything/weather", "GET /anything/backup"]
+    assert [p.name for p in (tmp_path / "base.branches").iterdir()] == [f"redteam-{digest}.jsonl"]
+
+    # The services are stopped: the next search judges the plan on its branch, offline.
+    again = run(*search, *program, cwd=tmp_path, WEATHER_URL=url)
+    assert again.returncode == 1, again.stderr
+    assert "    quota at http GET /anything/weather (call 1)\n" in again.stdout
+    assert "bounded_waiting: waited 60s" in again.stdout
+    assert f"judged on its branch {found['branch']}\n" in again.stdout
+    assert "(1 plan replayed, seed 0)" in again.stdout  # nothing recorded
+    off = run(
+        *search, "--branches", "off", "--budget", "2", *program, cwd=tmp_path, WEATHER_URL=url
+    )
+    assert off.returncode == 0, off.stderr
+    assert "no plan broke an invariant" in off.stdout

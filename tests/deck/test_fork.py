@@ -126,11 +126,55 @@ def test_the_header_holds_nothing_credential_shaped(parent: Path, tmp_path: Path
     assert Redactor().scan_text(header) == []
 
 
+def test_a_fork_without_at_replays_until_the_first_call_the_parent_lacks(
+    parent: Path, tmp_path: Path
+) -> None:
+    before = digest(parent)
+    new = tmp_path / "runs" / "explore.jsonl"
+    deck = fd.Deck(new, mode="fork", parent=parent, settings=settings(tmp_path))
+    with deck:
+        assert deck.call("tool", "step", {"n": 1}, never) == {"ok": 1}
+        assert deck.call("tool", "step", {"n": 2}, never) == {"ok": 2}
+        assert not new.exists()  # nothing is written while the run is on the parent's path
+        # The parent has no answer for this one: it runs live, and every call after it.
+        assert deck.call("tool", "other", {}, returns("live")) == "live"
+        assert deck.call("tool", "step", {"n": 3}, returns({"ok": "again"})) == {"ok": "again"}
+    assert digest(parent) == before
+    recording = fd.load(new)
+    assert recording.header.extra["parent"] == {
+        "path": "runs/base.jsonl",
+        "at": 2,
+        "sha256": before,
+    }
+    assert [(e.seq, e.name, e.value) for e in recording.entries] == [
+        (1, "step", {"ok": 1}),
+        (2, "step", {"ok": 2}),
+        (3, "other", "live"),
+        (4, "step", {"ok": "again"}),
+    ]
+    with fd.Deck(new, mode="replay") as again:  # it replays on its own
+        for args in ({"n": 1}, {"n": 2}):
+            again.call("tool", "step", args, never)
+        assert again.call("tool", "other", {}, never) == "live"
+
+
+def test_a_fork_without_at_that_never_leaves_the_path_writes_nothing(
+    parent: Path, tmp_path: Path
+) -> None:
+    new = tmp_path / "runs" / "explore.jsonl"
+    with fd.Deck(new, mode="fork", parent=parent) as deck:
+        for name, args, out in STEPS:
+            assert deck.call("tool", name, args, never) == out
+    assert deck.report().live == 0
+    assert not new.exists()
+    assert sorted(os.listdir(new.parent)) == ["base.jsonl"]  # no lock or partial file left
+
+
 @pytest.mark.parametrize(
     ("options", "says"),
     [
         ({"mode": "fork", "at": 1}, "needs parent= "),
-        ({"mode": "fork", "parent": "PARENT"}, "needs parent= "),
+        ({"mode": "fork", "parent": "PARENT", "model": "gpt-x"}, "model='gpt-x' needs at="),
         ({"mode": "record", "parent": "PARENT"}, "parent= is for mode 'fork', not 'record'"),
         ({"mode": "replay", "at": 2}, "at= is for mode 'fork'"),
         ({"mode": "fork", "parent": "PARENT", "at": -1}, "at=-1 is not a whole number"),

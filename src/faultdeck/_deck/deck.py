@@ -83,6 +83,9 @@ class Deck:
             ``parent`` (a miss is a ``ReplayMiss``), later ones run live and are recorded.
             The new cassette starts with ``parent``'s calls up to ``at``, so it replays on
             its own, and its header names ``parent`` (path, ``at``, sha256 of its bytes).
+            ``None``: the calls replay until the first one ``parent`` has no answer for,
+            which runs live with all after it (``at`` is the seq before it); the new
+            cassette is written only if the run gets there.
         model: in mode ``fork``, the model the HTTP requests after ``at`` are sent to in
             place of the one they ask for; the header names it (``retarget.py``).
         branch: in mode ``fork``, what a rehearsal's branch adds to the header's

@@ -2,7 +2,11 @@
 
 ``Deck(NEW, mode="fork", parent=OLD, at=N)`` answers the calls with seq 1 to N from OLD,
 matched as a replay matches them (a miss is a ``ReplayMiss``), and runs every later call
-live, recording it into NEW. NEW starts with OLD's calls up to seq N, copied as they were
+live, recording it into NEW. Without ``at``, the fork point is found as the run goes: the
+calls replay from OLD until the first one OLD has no answer for, which runs live with every
+call after it, so ``at`` is the seq before it; NEW is written only then (a run that never
+leaves OLD's path writes nothing). A rehearsal's branch, and a test's under the pytest
+plugin, is recorded so. NEW starts with OLD's calls up to seq N, copied as they were
 recorded, so it replays on its own; its header names OLD (``parent``: the path, ``at`` and
 the sha256 of OLD's bytes), which ``faultdeck diff`` and ``faultdeck show`` read. OLD is
 never written: an exploration gets a cassette of its own instead of a looser key.
@@ -40,14 +44,15 @@ class ForkPoint:
 
     Attributes:
         parent: the parent cassette, as given.
-        at: the calls with seq 1 to ``at`` replay from it; later ones run live.
+        at: the calls with seq 1 to ``at`` replay from it; later ones run live. ``None``:
+            the fork point is the call before the first one the parent lacks.
         model: the model the live calls are sent to, if not the one they ask for.
         branch: a rehearsal's branch (its cell, plan and where it left the recorded
             path), put in the header's ``parent`` as ``branch``.
     """
 
     parent: str
-    at: int
+    at: int | None
     model: str | None = None
     branch: Mapping[str, Any] | None = None
 
@@ -63,9 +68,9 @@ def check_fork(
     """The fork point of a deck's options, or ``None`` for a deck that does not fork.
 
     Raises:
-        ConfigError: ``fork`` without ``parent`` and ``at``, any of them or ``model``
-            without ``fork``, ``at`` not a whole number from 0, ``model`` empty, or the
-            parent is the cassette itself.
+        ConfigError: ``fork`` without ``parent``, ``parent``, ``at`` or ``model`` without
+            ``fork``, ``model`` without ``at``, ``at`` not a whole number from 0, ``model``
+            empty, or the parent is the cassette itself.
     """
     check_model(mode, model)
     if mode != "fork":
@@ -76,12 +81,16 @@ def check_fork(
                 "parent's first calls and record the rest into a new cassette"
             )
         return None
-    if parent is None or at is None:
+    if parent is None:
         raise ConfigError(
-            f"mode 'fork' of {cassette} needs parent= (the cassette to replay from) and at= "
-            "(how many of its calls replay), e.g. Deck(new, mode='fork', parent=old, at=3)"
+            f"mode 'fork' of {cassette} needs parent= (the cassette to replay from), e.g. "
+            "Deck(new, mode='fork', parent=old, at=3)"
         )
-    if type(at) is not int or at < 0:
+    if at is None and model is not None:
+        raise ConfigError(
+            f"model={model!r} needs at=: the fork sends the calls after it to that model"
+        )
+    if at is not None and (type(at) is not int or at < 0):
         raise ConfigError(f"at={at!r} is not a whole number from 0: the seq to fork after")
     parent = os.fspath(parent)
     if _same(parent, cassette):
@@ -110,9 +119,12 @@ def fork_from_env(env: Mapping[str, str], kwargs: dict[str, Any]) -> None:
         return
     kwargs["parent"] = parent
     at = env.get(AT_ENV, "")
-    if not at.isdigit():
+    if not at:
+        kwargs.setdefault("at", None)  # at the first call the parent lacks
+    elif not at.isdigit():
         raise ConfigError(f"{AT_ENV}={at!r} is not a whole number from 0: the seq to fork after")
-    kwargs.setdefault("at", int(at))
+    else:
+        kwargs.setdefault("at", int(at))
     if env.get(MODEL_ENV):
         kwargs.setdefault("model", env[MODEL_ENV])
     if env.get(BRANCH_ENV):
@@ -136,6 +148,12 @@ def start_fork(
             the parent's call after ``at`` names none in its request.
     """
     recording, sha = load_hashed(fork.parent)
+    parent: dict[str, Any] = {"path": shown_path(fork.parent, root), "at": fork.at}
+    parent["sha256"] = sha
+    if fork.branch is not None:
+        parent["branch"] = dict(fork.branch)
+    if fork.at is None:  # every call replays until the first the parent lacks: ``left``
+        return recording, parent
     highest = max((e.seq for e in recording.entries), default=0)
     if fork.at > highest:
         raise ConfigError(
@@ -148,12 +166,22 @@ def start_fork(
     first_live = next((e for e in recording.entries if e.seq == fork.at + 1), None)
     inherited = retarget_of(recording.header.extra.get("parent"), fork.parent)
     retarget = fork_retarget(inherited, fork.at, fork.model, first_live, fork.parent)
-    parent = {"path": shown_path(fork.parent, root), "at": fork.at, "sha256": sha}
     if retarget is not None:
         parent.update(retarget.header(fork.at))
-    if fork.branch is not None:
-        parent["branch"] = dict(fork.branch)
     return replace(recording, entries=tuple(shared)), parent
+
+
+def left(
+    recording: Recording, parent: Mapping[str, Any], at: int
+) -> tuple[Recording, dict[str, Any]]:
+    """A fork without ``at`` that leaves its parent's path after seq ``at``: the calls its
+    cassette starts with (the parent's up to ``at``, in file order) and its header's
+    ``parent`` (a branch's ``left_at`` is the seq it left at)."""
+    told = {**parent, "at": at}
+    if isinstance(parent.get("branch"), Mapping):
+        told["branch"] = dict(parent["branch"], left_at=at + 1)
+    shared = tuple(e for e in recording.entries if e.seq <= at)
+    return replace(recording, entries=shared), told
 
 
 def shown_path(path: str, root: str) -> str:

@@ -339,6 +339,20 @@ class ReplayIndex:
                 self._cursor = j + 1
                 return
 
+    def forget_after(self, seq: int) -> None:
+        """Forget the recorded calls after ``seq`` not taken yet: a fork that left its
+        parent's path there runs every later call live, so none of them is unused."""
+        self._settle()
+        self._in_order = False  # what is left is taken by key
+        for qkey, held in list(self._queues.items()):
+            queued: Sequence[Entry] = held if isinstance(held, deque) else (held,)
+            kept = [e for e in queued if e.seq <= seq]
+            self._remaining -= len(queued) - len(kept)
+            if not kept:
+                del self._queues[qkey]
+            elif len(kept) < len(queued):
+                self._queues[qkey] = kept[0] if len(kept) == 1 else deque(kept)
+
     # -- what is left ----------------------------------------------------------------------
 
     def unused(self) -> Iterator[Entry]:

@@ -15,6 +15,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Mapping
+from typing import Any
 
 from .._base import config as _config
 from .._base.config import Durability
@@ -24,7 +25,7 @@ from .._cassette.format import Intent, Recording
 from .._cassette.reader import interrupted_warning, load, load_shared
 from .._cassette.session import CassetteSession, make_header
 from .._keys.normalize import Normalizer
-from .fork import ForkPoint, start_fork
+from .fork import ForkPoint, left, start_fork
 from .index import ReplayIndex
 from .outage import outage_line
 from .retarget import Retarget, retarget_of
@@ -88,6 +89,8 @@ class Cassette:
         self._durability, self._replace, self._fork = durability, replace, fork
         self._root, self._match, self._environ = root, match, environ
         self._on_harness_change = on_harness_change
+        # A fork without ``at``, until it leaves its parent's path: what it starts with.
+        self._unforked: tuple[Recording, dict[str, Any], bool] | None = None
 
     @property
     def kept(self) -> str | None:
@@ -132,22 +135,41 @@ class Cassette:
             shared, parent = start_fork(self._fork, root=self._root) if self._fork else (None, None)
             if shared is not None:
                 self._use(shared)  # the fork replays these and starts its cassette with them
-            header = make_header(
-                match=self._match,
-                root=self._root,
-                environ=self._environ,
-                volatile=self._normalizer.output_volatile,
-                parent=parent,
-            )
-            if parent is not None:  # (the shared calls' header is the parent's own)
-                self.retarget = retarget_of(parent, self.path)
-            rules = self._normalizer.fingerprint
-            self.file.start(
-                header,
-                beside=exists,
-                entries=shared.entries if shared else (),
-                rules=rules if shared is None or shared.rules == rules else None,
-            )
+            if shared is not None and parent is not None and parent["at"] is None:
+                self._unforked = (shared, parent, exists)  # started when the run leaves it
+                return
+            self._start(shared, parent, exists)
+
+    def _start(self, shared: Recording | None, parent: dict[str, Any] | None, exists: bool) -> None:
+        header = make_header(
+            match=self._match,
+            root=self._root,
+            environ=self._environ,
+            volatile=self._normalizer.output_volatile,
+            parent=parent,
+        )
+        if parent is not None:  # (the shared calls' header is the parent's own)
+            self.retarget = retarget_of(parent, self.path)
+        rules = self._normalizer.fingerprint
+        self.file.start(
+            header,
+            beside=exists,
+            entries=shared.entries if shared else (),
+            rules=rules if shared is None or shared.rules == rules else None,
+        )
+
+    def leave(self, at: int) -> bool:
+        """A fork without ``at`` leaves its parent's path after seq ``at``: its cassette
+        starts now, with the parent's calls up to ``at``. ``False`` if it has left already
+        or is no such fork."""
+        if self._unforked is None:
+            return False
+        shared, parent, exists = self._unforked
+        self._unforked = None
+        self._index.forget_after(at)
+        self.recording, told = left(shared, parent, at)
+        self._start(self.recording, told, exists)
+        return True
 
     def _continue(self, recording: Recording) -> None:
         self._use(recording)

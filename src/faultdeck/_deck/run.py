@@ -19,6 +19,7 @@ it closes cleanly, so the store keeps the old cassette after a run that fails.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -122,7 +123,8 @@ class Run:
         )
         self.turns = Turns(self.lock, self.index, self.cassette.in_flight, self._miss)
         self._fork = fork
-        self._live_after = fork.at if fork is not None else 0  # mode fork: live past this seq
+        # Mode fork: live past this seq; without ``at``, past the call before the first miss.
+        self._live_after = (fork.at if fork.at is not None else sys.maxsize) if fork else 0
         self._match = match
         self._fault_run = fault_run
         self.ledger = Ledger(
@@ -275,7 +277,10 @@ class Run:
                 if mode == "resume":
                     self.turns.took_turn()
                 return call
-            if mode == "append" or (mode == "resume" and self._resumes(call)):
+            if mode == "fork" and cassette.leave(seq - 1):
+                self._live_after = seq - 1  # the fork point, found: this call and on run live
+                mode = "record"
+            if mode in ("append", "record") or (mode == "resume" and self._resumes(call)):
                 call._rekey = self._rekeys(kind, name, args)  # it runs live: its line is written
                 return call
             raise self._miss(call)

@@ -10,6 +10,12 @@ sha256, as ``fork`` writes them) and, under ``parent.branch``, the cell's row an
 fault plan and the seq where it left the path. From then on each such cell replays on its
 branch, offline, and is judged like any other.
 
+``redteam`` keeps branches there too, one per plan it reports, named for the plan
+(``redteam-<12 hex>.jsonl``, the cell ``redteam``), and so does the pytest plugin, one per
+test (``<test name>.jsonl``). A cell with no branch of its own is judged on the branch
+recorded under its very plan, if there is one (``branch_of``): a redteam finding pinned as
+a named plan replays where it leads.
+
 A branch whose parent changed since (its sha256 no longer the file's) is stale: said in one
 warning line and not used. A file in the branch folder that is no branch of this cassette is
 an input error: the folder is the rehearsal's own.
@@ -23,7 +29,10 @@ import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal, cast
+
+import orjson
 
 from .._base.errors import ConfigError, FaultdeckWarning
 from .._base.words import plural
@@ -36,6 +45,8 @@ Branching = Literal["record", "replay", "off"]
 """What a rehearsal does with branches: record the cells that leave the recorded path,
 replay the cells that have one (the default), or use none."""
 BRANCHINGS: tuple[str, ...] = ("record", "replay", "off")
+REDTEAM = "redteam"
+"""The cell a redteam plan's run is judged as, and its branch's header names."""
 
 
 class StaleBranch(FaultdeckWarning):
@@ -51,12 +62,33 @@ class Branch:
         label: the matrix row of its cell.
         seq: the call its fault was placed at (``None`` for a named plan's cell).
         left_at: the seq of the first call the golden cassette lacked.
+        plan: the cell's fault plan, as ``plan_key`` gives it: a redteam plan or a test's
+            marker finds the branch of the same plan by it.
     """
 
     path: str
     label: str
     seq: int | None
     left_at: int
+    plan: bytes = b""
+
+
+def plan_key(plan: FaultPlan | Mapping[str, Any]) -> bytes:
+    """A plan as one comparable value: its JSON with sorted keys."""
+    data = plan.to_json() if isinstance(plan, FaultPlan) else plan
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+def of_plan(branched: Mapping[tuple[str, int | None], Branch], plan: FaultPlan) -> Branch | None:
+    """The branch recorded under ``plan``, if any of ``branched`` was."""
+    key = plan_key(plan)
+    return next((b for b in branched.values() if b.plan == key), None)
+
+
+def branch_of(branched: Mapping[tuple[str, int | None], Branch], task: Task) -> Branch | None:
+    """The branch ``task``'s cell is judged on: the one recorded for its cell, else one
+    recorded under its very plan (``of_plan``)."""
+    return branched.get(task[:2]) or of_plan(branched, task[2])
 
 
 def folder_of(cassette: str) -> str:
@@ -67,8 +99,22 @@ def folder_of(cassette: str) -> str:
 
 def path_of(cassette: str, label: str, seq: int | None) -> str:
     """Where the branch of the cell ``(label, seq)`` goes: ``timeout@2.jsonl``."""
+    return os.path.join(folder_of(cassette), _name_of(label, seq))
+
+
+def _name_of(label: str, seq: int | None) -> str:
     name = re.sub(r"[^A-Za-z0-9._]+", "-", label).strip("-") or "cell"
-    return os.path.join(folder_of(cassette), name + ("" if seq is None else f"@{seq}") + ".jsonl")
+    return name + ("" if seq is None else f"@{seq}") + ".jsonl"
+
+
+def _found_by(branch: Branch) -> tuple[str, int | None]:
+    """What ``branches_of`` finds a branch by: the cell it was recorded for, when its file is
+    named for that cell (as rehearse names it); else its file's name (redteam's, one per
+    plan under the one cell ``redteam``), so that each is kept apart."""
+    name = os.path.basename(branch.path)
+    if name == _name_of(branch.label, branch.seq):
+        return branch.label, branch.seq
+    return os.path.splitext(name)[0], None
 
 
 def header(label: str, seq: int | None, plan: FaultPlan, left_at: int) -> dict[str, Any]:
@@ -97,13 +143,16 @@ def listed(cassette: str) -> list[tuple[str, Branch | None, str]]:
             found.append((path, None, f"a branch of {parent.get('path')}"))
         else:
             seq = told.get("seq")
-            branch = Branch(path, str(told.get("cell")), seq, int(told.get("left_at", 0)))
+            plan = told.get("plan")
+            key = plan_key(plan) if isinstance(plan, Mapping) else b""
+            branch = Branch(path, str(told.get("cell")), seq, int(told.get("left_at", 0)), key)
             found.append((path, branch, "ok" if parent.get("sha256") == sha else "stale"))
     return found
 
 
 def branches_of(cassette: str) -> dict[tuple[str, int | None], Branch]:
-    """The usable branches of ``cassette`` by cell; a stale one is warned of and left out.
+    """The usable branches of ``cassette`` by cell (``_found_by``); a stale one is warned
+    of and left out.
 
     Raises:
         ConfigError: a file in the branch folder is no branch of this cassette.
@@ -113,7 +162,8 @@ def branches_of(cassette: str) -> dict[tuple[str, int | None], Branch]:
         if branch is None:
             raise ConfigError(
                 f"{path}: not a branch of {cassette} ({state}); the folder "
-                f"{folder_of(cassette)} holds only the branches rehearse records: move it out"
+                f"{folder_of(cassette)} holds only the branches rehearse, redteam and tests "
+                "record: move it out"
             )
         if state == "stale":
             warnings.warn(
@@ -123,7 +173,7 @@ def branches_of(cassette: str) -> dict[tuple[str, int | None], Branch]:
                 stacklevel=2,
             )
             continue
-        found[branch.label, branch.seq] = branch
+        found[_found_by(branch)] = branch
     return found
 
 
@@ -146,34 +196,53 @@ def on_branches(
     run: Callable[[str, Task], Cell],
     record: Callable[[Task], tuple[str, Sequence[str]]],
 ) -> list[Cell]:
-    """Every task's cell, in order: ``golden`` holds the cells run on the golden cassette
-    (those of the tasks without a branch, in order); a task with a branch is ``run`` on it;
-    with ``record``, a cell that left the recorded path is recorded (``record`` gives the
-    branch's path, and the error type of each live call that got no answer) and run on its
-    new branch. A branch whose live calls went unanswered is not kept: the cell stays off
-    the path, and says why."""
+    """Every task's cell, in order (``on_branch``): ``golden`` holds the cells run on the
+    golden cassette (those of the tasks without a branch, in order); a task with a branch
+    is ``run`` on it."""
     ran = iter(golden)
     cells = []
     for task in tasks:
-        label, seq, _ = task
-        branch = branched.get((label, seq))
-        cell = next(ran) if branch is None else run(branch.path, task)
-        if cell.status == "miss" and branches == "record" and branch is None:
-            path, unanswered = record(task)
-            if unanswered:
-                cell = replace(cell, detail=f"{cell.detail}; {unkept(path, unanswered)}")
-            else:
-                cell = run(path, task)
-        cells.append(cell)
+        branch = branch_of(branched, task)
+        on = branch.path if branch is not None else None
+        cells.append(on_branch(task, on, partial(next, ran), branches, run, record)[0])
     return cells
 
 
-def unkept(path: str, unanswered: Sequence[str]) -> str:
-    """Remove a branch whose live calls got no answer, and say so."""
+def on_branch(
+    task: Task,
+    branch: str | None,
+    golden: Callable[[], Cell],
+    branches: Branching,
+    run: Callable[[str, Task], Cell],
+    record: Callable[[Task], tuple[str, Sequence[str]]],
+    again: str = "rehearse",
+) -> tuple[Cell, str | None]:
+    """The task's cell and the branch it was judged on: ``run`` on ``branch`` if it has one,
+    else its cell on the golden cassette (``golden``); with ``record``, a cell that left the
+    recorded path is recorded (``record`` gives the branch's path, and the error type of
+    each live call that got no answer) and run on its new branch. A branch whose live calls
+    went unanswered is not kept: the cell stays off the path, and says why (to run
+    ``again``, the command, with the upstream reachable)."""
+    if branch is not None:
+        return run(branch, task), branch
+    cell = golden()
+    if cell.status != "miss" or branches != "record":
+        return cell, None
+    path, unanswered = record(task)
+    if unanswered:
+        return replace(cell, detail=f"{cell.detail}; {unkept(path, unanswered, again)}"), None
+    if not os.path.exists(path):  # run again, it stayed on the recorded path
+        return replace(cell, detail=f"{cell.detail}; run again, it left no branch"), None
+    return run(path, task), path
+
+
+def unkept(path: str, unanswered: Sequence[str], again: str = "rehearse") -> str:
+    """Remove a branch whose live calls got no answer, and say so (and to run ``again``,
+    the command that recorded it, once the upstream is reachable)."""
     with contextlib.suppress(FileNotFoundError):
         os.remove(path)
     types = ", ".join(sorted(set(unanswered)))
     return (
         f"its branch was not kept: {plural(len(unanswered), 'live call')} got no answer "
-        f"({types}); with the upstream reachable, rehearse again with --branches record"
+        f"({types}); with the upstream reachable, {again} again with --branches record"
     )

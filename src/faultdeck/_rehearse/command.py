@@ -31,7 +31,15 @@ from .._judge.invariants import Violation, check
 from .._judge.policy import Policy
 from ..faults import FaultPlan
 from ..faults._kinds import kills
-from .branches import Branching, branches_of, check_branching, header, on_branches, path_of
+from .branches import (
+    Branching,
+    branch_of,
+    branches_of,
+    check_branching,
+    header,
+    on_branches,
+    path_of,
+)
 from .matrix import (
     NOT_FIRED,
     REPLAY_ROW,
@@ -111,7 +119,7 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
         replay = _judge(REPLAY_ROW, None, clean, policy)
         tasks = plan_cells(plans, policy, calls, clean.report.get("remote_tools", ()))
         branched = branches_of(path) if check_branching(branches) != "off" else {}
-        on_golden = [task for task in tasks if task[:2] not in branched]
+        on_golden = [task for task in tasks if branch_of(branched, task) is None]
         total = len(tasks) + 1
         if progress is not None:
             progress(1, total)
@@ -144,7 +152,7 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
             lambda on, task: run_cell(
                 command, on, folder, "branched", task, calls, policy, ok_exit=ok_exit
             ),
-            lambda task: _record_branch(command, path, folder, task),
+            lambda task: _record_branch(command, path, folder, task, path_of(path, *task[:2])),
         )
         if progress is not None and len(on_golden) < len(tasks):
             progress(total, total)
@@ -354,24 +362,39 @@ def _judge(label: str, seq: int | None, ran: _Ran, policy: Policy) -> Cell:
 
 
 def _record_branch(
-    command: Sequence[str], cassette: str, folder: str, task: Task
+    command: Sequence[str], cassette: str, folder: str, task: Task, path: str
 ) -> tuple[str, tuple[str, ...]]:
-    """Run the cell's program again, replaying ``cassette`` up to the call before the first
-    it lacks and live from there, into the cell's branch; the branch's path."""
-    label, seq, plan = task
-    ran = _run(command, cassette, plan, folder, "branch")
-    misses = ran.report["misses"] if ran.report else []
-    left_at = int(misses[0]["seq"]) if misses else 1
-    path = path_of(cassette, label, seq)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Run the cell's program again, replaying ``cassette`` until the first call it lacks
+    and live from there, into its branch at ``path``; that path, and the error type of each
+    live call that got no answer."""
+    recorded = run_branch(command, cassette, folder, path, header(*task, 0))
+    report = recorded.report or {}
+    return path, tuple(report.get("unanswered", ()))
+
+
+def run_branch(
+    command: Sequence[str],
+    cassette: str,
+    folder: str,
+    path: str,
+    told: Mapping[str, Any],
+    *,
+    allow_side_effects: bool = True,
+) -> _Ran:
+    """Run the program as a branch is recorded: under ``told``'s plan, ``cassette``'s calls
+    replayed up to the one before ``told["left_at"]`` (``0``: until the first one it lacks)
+    and the rest live, into ``path`` (``told`` is what the branch's header says of it,
+    ``header``). Side-effecting tools run
+    for real, as ``record`` lets them, unless ``allow_side_effects`` is false (their
+    ``dry_run`` stand-ins, as ``drift`` runs them)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fork = {
         "FAULTDECK_MODE": "fork",
         "FAULTDECK_CASSETTE": path,
         "FAULTDECK_FORK_PARENT": cassette,
-        "FAULTDECK_FORK_AT": str(left_at - 1),
-        "FAULTDECK_FORK_BRANCH": orjson.dumps(header(label, seq, plan, left_at)).decode(),
-        "FAULTDECK_ALLOW_SIDE_EFFECTS": "1",  # as record does
+        "FAULTDECK_FORK_AT": str(int(told["left_at"]) - 1) if told["left_at"] else "",
+        "FAULTDECK_FORK_BRANCH": orjson.dumps(told).decode(),
+        "FAULTDECK_ALLOW_SIDE_EFFECTS": "1" if allow_side_effects else "0",
     }
-    recorded = _run(command, cassette, plan, folder, "branch.record", extra=fork)
-    report = recorded.report or {}
-    return path, tuple(report.get("unanswered", ()))
+    plan = FaultPlan.from_dict(told["plan"])
+    return _run(command, cassette, plan, folder, "branch.record", extra=fork)

@@ -33,6 +33,7 @@ from ..faults import FaultPlan
 from ..faults._kinds import kills
 from .branches import (
     Branching,
+    branch_of,
     branches_of,
     check_branching,
     header,
@@ -50,6 +51,7 @@ from .matrix import (
     brief,
     check_executor,
     difference,
+    entry_of,
     fired,
     judged,
     judging_policy,
@@ -97,9 +99,6 @@ def rehearse(  # noqa: PLR0913 - the public call: options by keyword
             on it; ``record``: a cell that leaves the recorded path goes on live from
             there, the upstream reachable, and is kept as its branch (``branches.py``);
             ``off``: none are used.
-        branches: ``replay`` (default): a cell with a branch beside the cassette replays on
-            it; ``record``: a cell that leaves the recorded path goes live from there, the
-            upstream reachable, and is kept as its branch (``branches.py``); ``off``.
 
     Raises:
         ConfigError: a bad entrypoint, plan, ``jobs`` or executor, Ray missing, or a
@@ -113,17 +112,8 @@ def rehearse(  # noqa: PLR0913 - the public call: options by keyword
         from .ray import import_ray
 
         import_ray()  # a missing Ray is said before any run
-    if isinstance(entrypoint, str):
-        spec, entry = entrypoint, load_entrypoint(entrypoint)
-    elif callable(entrypoint):
-        if jobs > 1 or executor == "ray":
-            where = "on Ray" if executor == "ray" else "on several processes"
-            raise ConfigError(f"pass the entrypoint as 'module:function' to run it {where}")
-        entry = entrypoint
-        name = getattr(entry, "__qualname__", type(entry).__qualname__)
-        spec = f"{getattr(entry, '__module__', '?')}:{name}"
-    else:
-        raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
+    where = "on Ray" if executor == "ray" else "on several processes" if jobs > 1 else None
+    spec, entry = entry_of(entrypoint, where=where)
     policy, judged_by = judging_policy(policy, spec)
     path = os.fspath(cassette)
 
@@ -139,7 +129,7 @@ def rehearse(  # noqa: PLR0913 - the public call: options by keyword
     tasks = plan_cells(plans, policy, first.deck.calls, first.deck.remote_tools)
     rows = menu_rows(plans, tasks)
     branched = branches_of(path) if check_branching(branches) != "off" else {}
-    on_golden = [task for task in tasks if task[:2] not in branched]
+    on_golden = [task for task in tasks if branch_of(branched, task) is None]
     total = len(tasks) + 1
     if progress is not None:
         progress(1, total)
@@ -163,31 +153,28 @@ def rehearse(  # noqa: PLR0913 - the public call: options by keyword
         cells,
         branches,
         lambda on, task: _run_cell(entry, on, policy, *task, baseline),
-        lambda task: _record_branch(entry, path, *task),
+        lambda task: _record_branch(entry, path, path_of(path, *task[:2]), task),
     )
     return Matrix(path, spec, positions, rows, (replay, *cells), baseline, judged_by)
 
 
 def _record_branch(
-    entry: Entrypoint, cassette: str, label: str, seq: int | None, plan: FaultPlan
+    entry: Entrypoint, cassette: str, path: str, task: Task
 ) -> tuple[str, tuple[str, ...]]:
-    """Run the cell again, replaying ``cassette`` up to the call before the first it lacks
-    and live from there, into its branch; the branch's path."""
-    misses = _play(entry, cassette, plan).deck.report().misses
-    left_at = misses[0].seq if misses else 1
-    path = path_of(cassette, label, seq)
+    """Run the task's cell again, replaying ``cassette`` until the first call it lacks and
+    live from there (a fork without ``at``), into its branch at ``path``; that path, and
+    the error type of each live call that got no answer."""
+    label, seq, plan = task
     os.makedirs(os.path.dirname(path), exist_ok=True)
     clock = VirtualClock()
-    told = header(label, seq, plan, left_at)
     deck = Deck(
         path,
         mode="fork",
         parent=cassette,
-        at=left_at - 1,
         faults=plan,
         clock=clock,
         on_harness_change="ignore",
-        branch=told,
+        branch=header(label, seq, plan, 0),  # its left_at, once it leaves the path
         allow_side_effects=True,  # as record does: the branch is the run the fault leads to
     )
     with contextlib.suppress(Exception), deck:  # the loop's end is judged on the replay

@@ -139,6 +139,24 @@ def load_entrypoint(spec: str) -> Entrypoint:
     return entry
 
 
+def entry_of(entrypoint: object, *, where: str | None = None) -> tuple[str, Entrypoint]:
+    """The entrypoint given as ``"package.module:function"`` or as the function itself,
+    and its spec (``module:qualname`` for a function); ``where`` names another process it
+    is to run in (``on Ray``), which needs the spec.
+
+    Raises:
+        ConfigError: neither, a spec that does not load, or a function for ``where``.
+    """
+    if isinstance(entrypoint, str):
+        return entrypoint, load_entrypoint(entrypoint)
+    if not callable(entrypoint):
+        raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
+    if where is not None:
+        raise ConfigError(f"pass the entrypoint as 'module:function' to run it {where}")
+    name = getattr(entrypoint, "__qualname__", type(entrypoint).__qualname__)
+    return f"{getattr(entrypoint, '__module__', '?')}:{name}", entrypoint
+
+
 def difference(outcomes: Sequence[Outcome], baseline: Sequence[Outcome]) -> tuple[Any, str] | None:
     """The first of the baseline's ops whose outcome differs (timing aside), and how."""
 

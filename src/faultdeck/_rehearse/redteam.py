@@ -14,7 +14,9 @@ smallest parameters.
 
 Deterministic for a seed: the search is derandomized from it and each plan's verdict is
 kept, so a plan is replayed at most once and judged the same each time Hypothesis asks.
-``budget`` bounds the plans replayed, the shrinking included.
+``budget`` bounds the plans replayed, the shrinking included, and the branches recorded.
+A plan that leads the loop off the recorded path is judged on its branch where there is
+one, and with ``branches="record"`` recorded live from there (``redteam_branches.py``).
 """
 
 from __future__ import annotations
@@ -27,24 +29,22 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import orjson
-
 from .._base.errors import ConfigError
-from .._deck.report import CallRecord
 from .._judge.invariants import Violation
 from .._judge.policy import Policy
 from ..faults import FaultPlan
-from .command import _calls, _run, run_cell
-from .inprocess import _clean, _play, _run_cell
-from .matrix import Cell, Entrypoint, difference, judging_policy, load_entrypoint
-from .redteam_space import Target, plans_of, python_fault, targets_of
+from .branches import REDTEAM, Branching, check_branching, plan_key
+from .matrix import Cell, Entrypoint
+from .redteam_branches import PlanBranches, Runs
+from .redteam_loop import in_process, of_program
+from .redteam_space import Target, plans_of, python_fault
 
 if TYPE_CHECKING:
     from types import ModuleType
 
 INSTALL = "redteam needs hypothesis: pip install 'faultdeck[redteam]'"
 """What a missing Hypothesis says: the one line the command line prints."""
-LABEL = "redteam"
+LABEL = REDTEAM
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +56,16 @@ class Redteam:
         entrypoint: the entrypoint as ``module:function``, or the command.
         plan: the minimal plan that breaks an invariant; ``None`` when none was found.
         cell: the run under ``plan``, judged as a matrix cell (``None`` with no plan).
-        replays: how many plans were replayed (at most the budget).
+        replays: how many plans were replayed and branches recorded (at most the budget).
         budget: the budget the search had.
         seed: the seed it ran with.
         pytest_snippet: a pytest test pinning the finding (the ``faultdeck`` marker and
             ``assert_invariants``; it fails until the loop is fixed); ``None`` with no plan,
             for a command, or for an entrypoint a test cannot import by name (a lambda).
         policy: which policy judged the runs, and where it came from.
+        branch: the branch cassette ``plan`` was judged on (found beside the cassette, or
+            recorded by this search and kept there); ``None`` when it was judged on the
+            cassette itself.
     """
 
     cassette: str
@@ -74,6 +77,7 @@ class Redteam:
     seed: int
     pytest_snippet: str | None = None
     policy: str = "the policy given"
+    branch: str | None = None
 
     @property
     def found(self) -> bool:
@@ -115,6 +119,7 @@ def redteam(  # noqa: PLR0913 - the public call: options by keyword
     policy: Policy | None = None,
     progress: Callable[[int, int], None] | None = None,
     ok_exit: Collection[int] = (0,),
+    branches: Branching = "replay",
 ) -> Redteam:
     """Search plans of up to ``max_faults`` faults for the smallest that breaks an invariant.
 
@@ -125,18 +130,23 @@ def redteam(  # noqa: PLR0913 - the public call: options by keyword
         command: a program (its deck from the bootstrap, or ``fd.Deck.from_env()``), judged as
             ``rehearse_command`` judges a cell (its outcomes, and so partial work and
             determinism, out of reach).
-        budget: the most plans replayed, shrinking included.
+        budget: the most runs: plans replayed (shrinking included) and branches recorded.
         max_faults: the most faults in a plan.
         seed: the search's seed: the same seed, cassette and loop find the same plan.
         policy: the policy to judge by; else the entrypoint module's ``POLICY``, else
             ``Policy()``.
-        progress: called as ``progress(replays, budget)`` after each replay.
+        progress: called as ``progress(runs, budget)`` after each replay.
         ok_exit: with ``command``, the exit codes that mean the program ended well.
+        branches: ``replay`` (default): a plan with a branch of the cassette recorded under
+            the same plan is judged on it, offline; ``record``: a plan that leaves the
+            recorded path goes on live from there, the upstream reachable, and is judged on
+            what it recorded, the reported plan's branch kept beside the cassette
+            (``redteam_branches.py``); ``off``: none are used.
 
     Raises:
-        ConfigError: Hypothesis missing, a bad entrypoint, budget or ``max_faults``, both or
-            neither of ``entrypoint`` and ``command``, or a cassette the loop does not replay
-            cleanly.
+        ConfigError: Hypothesis missing, a bad entrypoint, budget, ``max_faults`` or
+            ``branches``, both or neither of ``entrypoint`` and ``command``, a cassette the
+            loop does not replay cleanly, or a stray file in its branch folder.
         CassetteError: the cassette is missing or unreadable.
     """
     import_hypothesis()
@@ -147,105 +157,48 @@ def redteam(  # noqa: PLR0913 - the public call: options by keyword
         raise ConfigError(f"seed must be an integer, got {seed!r}")
     if (entrypoint is None) == (not command):
         raise ConfigError("give either an entrypoint or a command, not both")
+    branches = check_branching(branches)
     path = os.path.abspath(os.fspath(cassette))
-    if entrypoint is not None:
-        return _in_process(path, entrypoint, budget, max_faults, seed, policy, progress)
     with tempfile.TemporaryDirectory(prefix="faultdeck-redteam-") as folder:
-        policy, judged_by = judging_policy(policy)
-        judge, calls, spec, remote = _command_judge(list(command), path, folder, policy, ok_exit)
+        if entrypoint is not None:
+            loop = in_process(path, entrypoint, policy)
+        else:
+            loop = of_program(list(command), path, folder, policy, ok_exit)
+        plans = PlanBranches(path, branches, os.path.join(folder, "branches"))
+        runs = Runs(budget)
         plan, cell, replays = search(
-            targets_of(calls, remote), policy, judge, budget, max_faults, seed, progress
+            loop.targets,
+            loop.policy,
+            lambda plan: plans.judge(plan, runs, loop.run, loop.record),
+            runs,
+            max_faults,
+            seed,
+            progress,
         )
-    return Redteam(path, spec, plan, cell, replays, budget, seed, None, judged_by)
-
-
-def _in_process(
-    path: str,
-    entrypoint: str | Entrypoint,
-    budget: int,
-    max_faults: int,
-    seed: int,
-    policy: Policy | None,
-    progress: Callable[[int, int], None] | None,
-) -> Redteam:
-    if isinstance(entrypoint, str):
-        spec, entry = entrypoint, load_entrypoint(entrypoint)
-    elif callable(entrypoint):
-        entry = entrypoint
-        name = getattr(entry, "__qualname__", type(entry).__qualname__)
-        spec = f"{getattr(entry, '__module__', '?')}:{name}"
-    else:
-        raise ConfigError(f"entrypoint must be 'package.module:function', got {entrypoint!r}")
-    policy, judged_by = judging_policy(policy, spec)
-    first = _clean(entry, path, spec)
-    baseline = first.outcomes
-
-    def judge(plan: FaultPlan) -> Cell:
-        cell = _run_cell(entry, path, policy, LABEL, None, plan, baseline)
-        if cell.status != "held":
-            return cell
-        # A second replay under the same plan must give the same outcomes, as the matrix's
-        # "replay (x2)" row asks of the clean run.
-        again = _play(entry, path, plan)
-        problem = again.problem()
-        differs = None if problem is not None else difference(again.outcomes, cell.outcomes)
-        if problem is None and differs is None:
-            return cell
-        op, observed = (None, f"a second replay raised {problem}") if differs is None else differs
-        bound = "replays of one cassette under one plan give the same outcomes"
-        found = (Violation("replay_determinism", op, bound, observed),)
-        return Cell(LABEL, None, "broke", found, cell.detail, cell.outcomes)
-
-    plan, cell, replays = search(
-        targets_of(first.deck.calls, first.deck.remote_tools),
-        policy,
-        judge,
-        budget,
-        max_faults,
-        seed,
-        progress,
-    )
+        branch = plans.keep(plan)
     snippet = None
-    module, _, function = spec.partition(":")
+    module, _, function = loop.spec.partition(":")
     # Only a function a test can import by name (not a lambda, a method or a script's own).
     importable = function.isidentifier() and module not in ("?", "__main__")
-    if plan is not None and cell is not None and importable:
-        snippet = pytest_snippet(path, spec, plan, cell.violations)
-    return Redteam(path, spec, plan, cell, replays, budget, seed, snippet, judged_by)
-
-
-def _command_judge(
-    command: list[str], path: str, folder: str, policy: Policy, ok_exit: Collection[int]
-) -> tuple[Callable[[FaultPlan], Cell], list[CallRecord], str, list[str]]:
-    clean = _run(command, path, None, folder, "clean", ok_exit=ok_exit)
-    if clean.report is None or not clean.ok or clean.report["misses"]:
-        raise ConfigError(
-            f"the clean replay of {path} with {' '.join(command)} does not replay "
-            f"({clean.ending()}); re-record the cassette, and check that the program runs "
-            "on a Python with faultdeck installed (the bootstrap gives it its deck)"
-        )
-    calls = _calls(clean.report)
-    runs = [0]
-
-    def judge(plan: FaultPlan) -> Cell:
-        runs[0] += 1
-        task = (LABEL, None, plan)
-        return run_cell(command, path, folder, str(runs[0]), task, calls, policy, ok_exit=ok_exit)
-
-    return judge, calls, " ".join(command), clean.report.get("remote_tools", [])
+    if entrypoint is not None and plan is not None and cell is not None and importable:
+        snippet = pytest_snippet(path, loop.spec, plan, cell.violations)
+    return Redteam(
+        path, loop.spec, plan, cell, replays, budget, seed, snippet, loop.judged_by, branch
+    )
 
 
 def search(
     targets: Sequence[Target],
     policy: Policy,
     judge: Callable[[FaultPlan], Cell],
-    budget: int,
+    runs: Runs,
     max_faults: int,
     seed: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[FaultPlan | None, Cell | None, int]:
     """Hypothesis's search and shrinking over the plans ``plans_of`` draws: the minimal plan
-    that ``judge`` says broke, its cell, and how many plans were replayed."""
+    that ``judge`` says broke, its cell, and how many runs of the budget were made (each
+    plan judged is one; ``judge`` counts the branches it records in ``runs`` too)."""
     hypothesis = import_hypothesis()
     from hypothesis.configuration import set_hypothesis_home_dir
     from hypothesis.errors import NoSuchExample
@@ -255,17 +208,18 @@ def search(
     seen: dict[bytes, Cell] = {}
 
     def breaks(plan: FaultPlan) -> bool:
-        key = orjson.dumps(plan.to_json(), option=orjson.OPT_SORT_KEYS)
+        key = plan_key(plan)
         if key not in seen:
-            if len(seen) >= budget:
+            if not runs.left:
                 return False  # spent: only the plans already judged can still win
+            runs.made += 1
             seen[key] = judge(plan)
             if progress is not None:
-                progress(len(seen), budget)
+                progress(runs.made, runs.budget)
         return seen[key].status == "broke"
 
     settings = hypothesis.settings(
-        max_examples=budget,
+        max_examples=runs.budget,
         database=None,
         deadline=None,
         phases=(hypothesis.Phase.generate, hypothesis.Phase.shrink),
@@ -279,12 +233,11 @@ def search(
         try:
             plan = hypothesis.find(strategy, breaks, settings=settings, random=random.Random(seed))
         except NoSuchExample:
-            return None, None, len(seen)
+            return None, None, runs.made
         finally:
             set_hypothesis_home_dir(None)
     plan = _earliest(plan, breaks, seen)
-    key = orjson.dumps(plan.to_json(), option=orjson.OPT_SORT_KEYS)
-    return plan, seen[key], len(seen)
+    return plan, seen[plan_key(plan)], runs.made
 
 
 def _earliest(
@@ -295,7 +248,7 @@ def _earliest(
     call when the 2nd breaks the same one. Each fault in turn, every earlier call tried."""
 
     def first_broken(candidate: FaultPlan) -> str | None:
-        key = orjson.dumps(candidate.to_json(), option=orjson.OPT_SORT_KEYS)
+        key = plan_key(candidate)
         found = seen[key].violations if key in seen else ()
         return found[0].invariant if found else None
 

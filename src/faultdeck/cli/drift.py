@@ -5,7 +5,9 @@ recording into a temporary cassette beside CASSETTE (side-effecting tools run th
 ``dry_run`` stand-in unless ``--allow-side-effects``), then says call by call which answers
 changed (the world moved), which calls changed (the code moved) and whether the outcome
 did. ``--update`` then puts the live recording in CASSETTE's place, in one rename, as
-``record`` does; never without it, never when the live run failed.
+``record`` does; never without it, never when the live run failed. The branches
+``rehearse --branches record`` kept beside CASSETTE are run again and compared the same
+way, each as it was recorded (``_drift_branches``).
 """
 
 from __future__ import annotations
@@ -18,12 +20,21 @@ import tempfile
 import click
 
 from .._base import terms
-from .._base.words import plural
 from .._cassette import store
 from .._cassette.reader import load
 from .._diff.drift import Drift, compare_drift, drift_json, drift_text
+from .._rehearse.branches import branches_of
 from ._child import no_report, run_child
 from ._common import FORMAT, FORMAT_HELP, Finding, check_cassette, console, emit_json
+from ._drift_branches import (
+    BranchDrift,
+    branch_json,
+    branches_text,
+    rerun_all,
+    stale_now,
+    update_branches,
+    why_kept,
+)
 
 ALLOW_ENV = "FAULTDECK_ALLOW_SIDE_EFFECTS"
 """Tells the program's deck whether side-effecting tools may run for real (``1``) or must
@@ -41,7 +52,8 @@ run their stand-in (``0``)."""
 @click.option(
     "--update",
     is_flag=True,
-    help="After the report, replace CASSETTE with the live recording (not if the run failed).",
+    help="After the report, replace CASSETTE with the live recording, or if it is kept, each "
+    "drifted branch with its own (never with a failed run's).",
 )
 @click.option(
     "--ignore", multiple=True, metavar="FIELD", help="A field never compared (repeatable)."
@@ -61,6 +73,13 @@ def drift(
     call in one run only, or asked with other args (the code moved). Outcome: whether the
     run still succeeds. CASSETTE is left as it was unless --update is given.
 
+    Its branches (CASSETTE.branches/, kept by rehearse --branches record) are run again
+    the way each was recorded, under its fault, the recording replayed up to where it left
+    the path and live from there, and each is reported the same way; a stale one is
+    warned of and skipped. Side effects run their dry_run there too, unless
+    --allow-side-effects. --update replaces a drifted branch with its live run; once it
+    replaces CASSETTE itself, its branches are stale and not run: record them again.
+
     \b
     faultdeck drift runs/base.jsonl -- python agent.py
     faultdeck drift runs/base.jsonl --update -- python agent.py
@@ -74,7 +93,9 @@ def drift(
         raise click.UsageError("give the program to run after --, e.g. -- python agent.py")
     terms.use(terms.command_line(cassette, command))
     recorded = check_cassette(cassette)
+    branches = list(branches_of(cassette).values())  # a stale one is warned of, not run
     target = os.path.realpath(cassette)
+    again = (*(["--allow-side-effects"] if allow_side_effects else []), "--", *command)
     # Beside the cassette: the same file system, so --update is one atomic rename.
     folder = tempfile.mkdtemp(prefix=".faultdeck-drift-", dir=os.path.dirname(target))
     try:
@@ -91,24 +112,35 @@ def drift(
         live = load(live_path)
         blocked = frozenset(c["key"] for c in report["calls"] if c["source"] == "blocked")
         found = compare_drift(recorded, live, live_code=code, ignore=ignore, blocked=blocked)
-        if fmt == "json":
-            emit_json(drift_json(found, cassette=cassette))
-        else:
-            out.print(drift_text(found, cassette=cassette, width=40), markup=False)
+        kept = why_kept(found, report["unanswered"], cassette)
         if fmt != "json":
-            again = ["--allow-side-effects"] if allow_side_effects else []
-            out.print(verdict(found, cassette, (*again, "--", *command)), markup=False)
-        if update and report["unanswered"]:
-            # Calls that got no answer are not in the live recording: it replaces nothing.
-            types = ", ".join(sorted(set(report["unanswered"])))
-            click.echo(
-                f"not updated: {plural(len(report['unanswered']), 'live call')} got no answer "
-                f"({types}), so {cassette} was left as it was; update once the service answers",
-                err=True,
+            out.print(drift_text(found, cassette=cassette, width=40), markup=False)
+            out.print(verdict(found, cassette, again), markup=False)
+        # Replacing the cassette makes its branches stale: then they are not run against it.
+        replacing = update and kept is None
+        ran: list[BranchDrift] = []
+        if not replacing:
+            ran = rerun_all(
+                command,
+                cassette,
+                branches,
+                folder,
+                allow_side_effects=allow_side_effects,
+                ignore=ignore,
             )
-        elif update:
-            _update(cassette, target, live_path, found)
-        if found.drifted:
+        if fmt == "json":
+            said = [branch_json(one) for one in ran]
+            emit_json({**drift_json(found, cassette=cassette), "branches": said})
+        else:
+            text = branches_text(ran, cassette, again, replaces_cassette=kept is None)
+            if text:
+                out.print(text, markup=False)
+        if update:
+            _update(cassette, target, live_path, found, kept)
+            if replacing and branches:
+                click.echo(stale_now(cassette, len(branches), again), err=True)
+            update_branches(ran)
+        if found.drifted or any(one.finding for one in ran):
             raise Finding
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -132,13 +164,10 @@ def verdict(found: Drift, cassette: str, command: tuple[str, ...]) -> str:
     return f"drifted: {cassette} is stale; review the changes above, then: {again}"
 
 
-def _update(cassette: str, target: str, live_path: str, found: Drift) -> None:
-    """``--update``: put the live recording in place, only if the live run succeeded."""
-    if not found.live.ok:
-        click.echo(f"not updated: the live run failed, so {cassette} was left as it was", err=True)
-        return
-    if not found.drifted:
-        click.echo(f"nothing to update: {cassette} was left as it was", err=True)
+def _update(cassette: str, target: str, live_path: str, found: Drift, kept: str | None) -> None:
+    """``--update``: put the live recording in place, unless ``kept`` says why not."""
+    if kept is not None:
+        click.echo(kept, err=True)
         return
     os.replace(live_path, target)
     click.echo(f"updated {cassette} with the live recording", err=True)

@@ -25,7 +25,7 @@ from ._common import (
     emit_json,
 )
 from ._progress import meter
-from .rehearse import OK_EXIT, entry_policy, ok_exits
+from .rehearse import OK_EXIT, branches_option, entry_policy, ok_exits
 
 if TYPE_CHECKING:
     from .._rehearse.redteam import Redteam
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     type=click.IntRange(1, 1_000_000),
     default=500,
     show_default=True,
-    help="The most plans replayed, shrinking included.",
+    help="The most runs: plans replayed, shrinking included, and branches recorded.",
 )
 @click.option(
     "--max-faults",
@@ -69,6 +69,12 @@ if TYPE_CHECKING:
 )
 @click.option("--quiet", is_flag=True, help="Show no progress on stderr.")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
+@branches_option(
+    "record: a plan that leaves the recorded path goes on live from there (the upstream "
+    "reachable) and is judged on what it recorded; the branch of the plan found is kept "
+    "beside CASSETTE (CASSETTE.branches/redteam-*.jsonl); replay: a plan with a branch "
+    "recorded under it is judged on it, offline; off: branches are not used."
+)
 @OK_EXIT
 @click.option(
     "--test",
@@ -88,6 +94,7 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     out_path: str,
     quiet: bool,
     fmt: str,
+    branches: str,
     ok_exit_text: str,
     test_path: str | None,
 ) -> None:
@@ -99,12 +106,17 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
     shrinks the first that breaks an invariant: fewest faults, earliest calls, smallest
     parameters. Prints the plan, the broken invariants and a pytest test that pins them;
     writes the plan to --out. Exit 1 when a plan was found, 0 when the budget found none.
-    Needs pip install 'faultdeck[redteam]'.
+    A plan that leads off the recorded path is judged on its branch where CASSETTE has one;
+    with --branches record it goes live once from there (each recording one run of the
+    budget), and the branch of the plan found is kept beside CASSETTE. Needs pip install
+    'faultdeck[redteam]'.
 
     \b
     faultdeck redteam golden.jsonl --entrypoint examples.workshop.rehearsal:retry_on_quota
     faultdeck redteam golden.jsonl --budget 200 --seed 3 -- python agent.py
+    faultdeck redteam golden.jsonl --branches record -- python agent.py
     """
+    from .._rehearse.branches import check_branching
     from .._rehearse.redteam import import_hypothesis, pytest_snippet
     from .._rehearse.redteam import redteam as search
 
@@ -120,7 +132,8 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
         )
     policy = entry_policy(policy_spec)
     ok_exit = ok_exits(ok_exit_text, command)
-    with meter(noun="replays", failure=("finding", "findings"), live=False, quiet=quiet) as shown:
+    noun = "runs" if branches == "record" else "replays"  # a recording is a run of the budget
+    with meter(noun=noun, failure=("finding", "findings"), live=False, quiet=quiet) as shown:
         shown.begin(total=budget)
         result = search(
             cassette,
@@ -132,11 +145,14 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
             policy=policy,
             progress=shown,
             ok_exit=ok_exit,
+            branches=check_branching(branches),
         )
         shown.failed(int(result.found))
         shown.end()
     if policy_spec is not None:
         result = replace(result, policy=f"{policy_spec} (--policy)")
+    if result.branch is not None and not os.path.isabs(cassette):
+        result = replace(result, branch=os.path.relpath(result.branch))  # as CASSETTE is named
     if result.pytest_snippet is not None and result.plan is not None:
         # The marker reads its cassette from the test's folder: the path is written from there.
         folder = os.path.dirname(os.path.abspath(test_path)) if test_path else os.getcwd()
@@ -163,28 +179,32 @@ def redteam(  # noqa: PLR0913 - one parameter per option, as click passes them
                 "pytest": result.pytest_snippet,
                 "test_file": test_path if result.pytest_snippet and test_path else None,
                 "policy": result.policy,
+                "branch": result.branch,
             }
         )
     else:
-        _print_text(result, out_path, cassette, command)
+        _print_text(result, out_path, cassette, command, recording=branches == "record")
     if result.found:
         raise Finding
 
 
-def _print_text(result: Redteam, out_path: str, cassette: str, command: tuple[str, ...]) -> None:
+def _print_text(
+    result: Redteam, out_path: str, cassette: str, command: tuple[str, ...], recording: bool
+) -> None:
     out = console()
-    tried = plural(result.replays, "plan")
+    # With --branches record the budget counts branch recordings too: runs, not plans.
+    unit, verb = ("run", "made") if recording else ("plan", "replayed")
     if result.plan is None or result.cell is None:
         out.print(
             f"no plan broke an invariant: {result.replays} of the budget's "
-            f"{plural(result.budget, 'plan')} replayed (seed {result.seed}), judged by "
+            f"{plural(result.budget, unit)} {verb} (seed {result.seed}), judged by "
             f"{result.policy}",
             markup=False,
         )
         return
     out.print(
         f"✗ a plan of {plural(len(result.plan), 'fault')} breaks the loop "
-        f"({tried} replayed, seed {result.seed}):",
+        f"({plural(result.replays, unit)} {verb}, seed {result.seed}):",
         markup=False,
     )
     for fault in result.plan.faults:
@@ -195,6 +215,8 @@ def _print_text(result: Redteam, out_path: str, cassette: str, command: tuple[st
         out.print(f"    {violation}", markup=False)
     if result.cell.detail:
         out.print(f"outcomes: {result.cell.detail}", markup=False)
+    if result.branch is not None:
+        out.print(f"judged on its branch {result.branch}", markup=False)
     out.print(f"judged by {result.policy}", markup=False)
     out.print(f"plan written to {out_path}", markup=False)
     if result.pytest_snippet is not None:

@@ -26,6 +26,18 @@ from ._child import Running, running_options
 from ._common import FORMAT, FORMAT_HELP, BeforeTheProgram, Finding, console, emit_json
 from ._progress import meter
 
+
+def branches_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--branches record|replay|off``, as rehearse and redteam take it."""
+    return click.option(
+        "--branches",
+        type=click.Choice(["record", "replay", "off"]),
+        default="replay",
+        show_default=True,
+        help=help_text,
+    )
+
+
 OK_EXIT = click.option(
     "--ok-exit",
     "ok_exit_text",
@@ -61,14 +73,10 @@ OK_EXIT = click.option(
 )
 @running_options("Run cells on this many processes (with --executor ray: Ray CPUs).")
 @click.option("--format", "fmt", type=FORMAT, default="text", help=FORMAT_HELP)
-@click.option(
-    "--branches",
-    type=click.Choice(["record", "replay", "off"]),
-    default="replay",
-    show_default=True,
-    help="record: a cell that leaves the recorded path goes on live from there (the "
-    "upstream reachable) and is kept as a branch beside CASSETTE (CASSETTE.branches/); "
-    "replay: a cell with a branch replays on it, offline; off: branches are not used.",
+@branches_option(
+    "record: a cell that leaves the recorded path goes on live from there (the upstream "
+    "reachable) and is kept as a branch beside CASSETTE (CASSETTE.branches/); replay: a cell "
+    "with a branch replays on it, offline; off: branches are not used."
 )
 @OK_EXIT
 def rehearse(  # noqa: PLR0913 - one parameter per option, as click passes them

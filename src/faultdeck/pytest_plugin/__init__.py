@@ -7,7 +7,9 @@ test, and so does a cassette older than ``[tool.faultdeck] max_age``, which othe
 ``@pytest.mark.faultdeck(cassette=…, faults=…, match=…, mode=…, intercept=…)``
 (``intercept=True``, or ``[tool.faultdeck] intercept = true``: the HTTP clients the test's
 code makes go through its deck, with no client wiring). Fixtures: ``deck``,
-``faultdeck_config`` (a dict to override), ``virtual_clock``.
+``faultdeck_config`` (a dict to override), ``virtual_clock``. A marker's faults on a
+cassette the test names run on the test's branch where they lead off its path
+(``_branch.py``).
 
 Which setting wins is decided in one place, ``resolve``: the command line, then the marker,
 then ``faultdeck_config``, then the defaults. With ``CI`` set a miss never records: modes that
@@ -46,6 +48,7 @@ from .._base.errors import (
 )
 from .._base.words import plural
 from .._deck.deck import Deck
+from ._branch import branches, off_path, on_branch, tidy
 from ._max_age import stale_message
 from ._miss import MissReport, miss_report
 from ._network import NetworkBlocked, blocking
@@ -68,6 +71,7 @@ RESOLVED_KEY = pytest.StashKey[Resolved]()
 MISSING_KEY = pytest.StashKey[CassetteNotFound]()
 STALE_KEY = pytest.StashKey[str]()
 FAILED_KEY = pytest.StashKey[bool]()
+BRANCHING_KEY = pytest.StashKey[bool]()
 OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
 SETTINGS_KEY = pytest.StashKey[dict[Path, Settings]]()
 _SERIALIZED = "faultdeck_miss"
@@ -229,7 +233,9 @@ def _show_miss(item: pytest.Item, report: pytest.TestReport, miss: BaseException
     if resolved is None:
         return  # a deck of the test's own: the plugin's options do not re-record it
     record = terms.pytest_run(item.nodeid, ci=resolved.ci).record
-    if record not in str(miss):
+    if item.stash.get(BRANCHING_KEY, False):
+        report.sections.append(("faultdeck", off_path(resolved.cassette, record)))
+    elif record not in str(miss):
         report.sections.append(("faultdeck", f"re-record this test:\n  {record}"))
 
 
@@ -344,18 +350,21 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
             ci=bool(os.environ.get("CI")),
             intercept=settings.intercept,
         )
+        cassette, branch = on_branch(resolved, item.name, default)
+        item.stash[BRANCHING_KEY] = branches(resolved, default)
     except ConfigError as exc:
         pytest.fail(f"faultdeck: {exc}", pytrace=False)
     test_terms = terms.pytest_run(item.nodeid, ci=resolved.ci)
     _check_age(item, resolved, settings, test_terms.record)
     deck = Deck(
-        resolved.cassette,
-        mode=resolved.mode,
+        cassette,
+        mode=branch.pop("mode", resolved.mode),
         match=resolved.match,
         faults=resolved.faults,
         clock=clock if resolved.clock == "virtual" else SystemClock(),
         allow_side_effects=resolved.allow_side_effects,
         settings=settings,
+        **branch,
     )
     item.stash[DECK_KEY] = deck
     item.stash[RESOLVED_KEY] = resolved
@@ -381,6 +390,8 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
         # The item, which pytest keeps to the end of the session, lets go of the deck and
         # the recording it holds.
         del item.stash[DECK_KEY]
+        if deck.mode == "fork":
+            tidy(cassette)
     report = deck.report()
     if not report.ok:
         item.config.stash[SUMMARY_KEY].append(Off.of(item.nodeid, report))
