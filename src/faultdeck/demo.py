@@ -220,7 +220,7 @@ def redteam_step(out: Console, golden: Path) -> bool:
         return False
     for fault in result.plan.faults:
         sel = fault.selector
-        out.print(f"   {fault.describe()} at {sel.kind} {sel.name} (call {sel.nth})", markup=False)
+        out.print(f"   {fault.describe()} at {sel.kind} {sel.name} ({sel.landing()})", markup=False)
     for violation in result.violations:
         out.print(f"   [red]✗[/] {violation}")
     from ._base.words import plural

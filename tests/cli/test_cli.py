@@ -239,7 +239,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["record", "replay", "diff", "show", "scan", "rehearse", "demo"]
+    "command", ["record", "replay", "diff", "show", "scan", "rehearse", "faults", "demo"]
 )
 def test_help_has_an_example(command: str) -> None:
     done = run(command, "--help")

@@ -104,8 +104,8 @@ def draw(seed: int, seq: int) -> float:
         (
             faults.bad_tool_call(),
             "bad_tool_call",
-            (("how", "missing_field"),),
-            "bad_tool_call(missing_field)",
+            (("how", "missing_required"),),
+            "bad_tool_call(missing_required)",
             True,
             0.0,
         ),
@@ -236,7 +236,10 @@ def test_param_and_defaults() -> None:
         (lambda: faults.slow_first_token("5"), "slow_first_token: ms: expected a number >= 0"),  # type: ignore[arg-type]
         (lambda: faults.quota(-1), "quota: retry_after: expected a number >= 0, got -1"),
         (lambda: faults.quota(code=""), "quota: code: expected a non-empty string"),
-        (lambda: faults.bad_tool_call("nope"), "how: expected one of: missing_field, wrong_type"),
+        (
+            lambda: faults.bad_tool_call("nope"),
+            "how: expected one of: missing_required, wrong_type",
+        ),
         (lambda: faults.stream_cut(-1), "stream_cut: after: expected an integer >= 0"),
         (lambda: faults.stream_cut(1.5), "stream_cut: after: expected an integer >= 0"),  # type: ignore[arg-type]
         (lambda: Fault("qouta"), "unknown fault 'qouta'; known: quota, timeout"),
@@ -636,6 +639,13 @@ def test_every_kind_round_trips() -> None:
             faults.tool_error(message="boom").at(seq=11),
             faults.malformed_result().at(seq=12),
             faults.disconnect().at(seq=13),
+            faults.length_stop().at(seq=14),
+            faults.empty_answer().at(seq=15),
+            faults.refusal(text="no").at(seq=16),
+            faults.content_filter().at(seq=17),
+            faults.reasoning_only().at(seq=18),
+            faults.stale_answer().at(seq=19),
+            faults.html_error(status=200).at(seq=20),
         ]
     )
     assert {f.kind for f in every_kind.faults} == set(faults.FAULT_KINDS)
@@ -684,7 +694,7 @@ BAD_PLANS = [
     (
         "plan.json",
         '{"faults": [{"fault": "bad_tool_call", "how": "x"}]}',
-        "plan.json: faults[0].how: expected one of: missing_field,",
+        "plan.json: faults[0].how: expected one of: missing_required,",
     ),
     (
         "plan.json",
@@ -714,12 +724,13 @@ BAD_PLANS = [
     (
         "plan.json",
         '{"faults": [{"fault": "timeout", "on": {"names": "x"}}]}',
-        "plan.json: faults[0].on: unknown field 'names'; known: kind, name, nth; did you mean",
+        "plan.json: faults[0].on: unknown field 'names'; known: kind, name, nth, after; did "
+        "you mean",
     ),
     (
         "plan.json",
         '{"faults": [{"fault": "timeout", "on": "tool"}]}',
-        "plan.json: faults[0].on: expected a table with kind, name, nth, got 'tool'",
+        "plan.json: faults[0].on: expected a table with kind, name, nth, after, got 'tool'",
     ),
     (
         "plan.json",

@@ -118,19 +118,22 @@ def fixed_wait_entry(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
 
 
 def test_a_loop_that_breaks_only_under_three_faults_is_found_with_three() -> None:
+    # Faults that land once are searched first: three retried timeouts are the least.
     result = redteam(GOLDEN, fixed_wait_entry, seed=0)
     assert plan_of(result) == aimed(
         ("timeout", "model", "chat", 1),
         ("timeout", "model", "chat", 2),
-        # read_file is local: the transient failure a search may aim at it is the tool's own
-        ("tool_error", "tool", "read_file", 1),
+        ("timeout", "model", "chat", 4),
     )
     assert [v.invariant for v in result.violations] == ["bounded_waiting"]
     assert "waited 12s" in str(result.violation)
 
 
-def test_with_two_faults_at_most_that_loop_holds() -> None:
-    assert not redteam(GOLDEN, fixed_wait_entry, max_faults=2, budget=150, seed=0).found
+def test_with_two_faults_landing_once_that_loop_holds_but_not_a_timeout_on_every_call() -> None:
+    result = redteam(GOLDEN, fixed_wait_entry, max_faults=2, budget=150, seed=0)
+    # No plan of one or two single faults broke it; the search of bursts and onsets did.
+    assert plan_of(result) == [fd.faults.timeout().on(kind="model", name="chat").to_json()]
+    assert "waited 16s" in str(result.violation)
 
 
 def test_the_same_seed_finds_the_same_plan() -> None:

@@ -21,6 +21,7 @@ one, and with ``branches="record"`` recorded live from there (``redteam_branches
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
@@ -37,11 +38,15 @@ from .branches import REDTEAM, Branching, check_branching, plan_key
 from .matrix import Cell, Entrypoint
 from .redteam_branches import PlanBranches, Runs
 from .redteam_loop import in_process, of_program
-from .redteam_space import Target, plans_of, python_fault
+from .redteam_space import STRATEGIES, Target, plans_of, python_fault
 
 if TYPE_CHECKING:
     from types import ModuleType
 
+SEARCHES: tuple[tuple[str, ...], ...] = (("once",), STRATEGIES)
+"""The searches a redteam makes in turn, each while none before it found a plan: faults
+that land once, then every strategy (a burst, every call from an onset) too; the budget is
+shared."""
 INSTALL = "redteam needs hypothesis: pip install 'faultdeck[redteam]'"
 """What a missing Hypothesis says: the one line the command line prints."""
 LABEL = REDTEAM
@@ -225,17 +230,24 @@ def search(
         phases=(hypothesis.Phase.generate, hypothesis.Phase.shrink),
         print_blob=False,
     )
-    strategy = plans_of(targets, policy, max_faults)
+    plan = None
     # Hypothesis caches what it learns in ``.hypothesis`` under the working folder; a search
     # leaves nothing behind, so it keeps that in a folder of its own for the call.
     with tempfile.TemporaryDirectory(prefix="faultdeck-hypothesis-") as home:
         set_hypothesis_home_dir(home)
         try:
-            plan = hypothesis.find(strategy, breaks, settings=settings, random=random.Random(seed))
-        except NoSuchExample:
-            return None, None, runs.made
+            # Faults that land once first, then bursts and onsets (``SEARCHES``): shrinking
+            # cannot turn a burst into the two single faults at other calls that also break.
+            for strategies in SEARCHES:
+                strategy = plans_of(targets, policy, max_faults, strategies)
+                with contextlib.suppress(NoSuchExample):
+                    rng = random.Random(seed)
+                    plan = hypothesis.find(strategy, breaks, settings=settings, random=rng)
+                    break
         finally:
             set_hypothesis_home_dir(None)
+    if plan is None:
+        return None, None, runs.made
     plan = _earliest(plan, breaks, seen)
     return plan, seen[plan_key(plan)], runs.made
 
@@ -244,8 +256,9 @@ def _earliest(
     plan: FaultPlan, breaks: Callable[[FaultPlan], bool], seen: dict[bytes, Cell]
 ) -> FaultPlan:
     """``plan`` with each fault moved to the earliest call of its target at which the plan
-    still breaks the invariant it broke first: Hypothesis's shrinking can stop at the 4th
-    call when the 2nd breaks the same one. Each fault in turn, every earlier call tried."""
+    still breaks the invariant it broke first (a burst or an onset starting earlier):
+    Hypothesis's shrinking can stop at the 4th call when the 2nd breaks the same one. Each
+    fault in turn, every earlier call tried."""
 
     def first_broken(candidate: FaultPlan) -> str | None:
         key = plan_key(candidate)
@@ -255,11 +268,14 @@ def _earliest(
     wanted = first_broken(plan)
     for index in range(len(plan.faults)):
         data = plan.to_json()
-        nth = data["faults"][index].get("on", {}).get("nth")
-        if not isinstance(nth, int):
+        on = data["faults"][index].get("on", {})
+        # Where it starts: its nth call, or (a burst, or always) the call after its onset.
+        field = "nth" if isinstance(on.get("nth"), int) else "after"
+        if not isinstance(on.get(field), int):
             continue
-        for earlier in range(1, nth):
-            data["faults"][index]["on"]["nth"] = earlier
+        lowest = 1 if field == "nth" else 0
+        for earlier in range(lowest, on[field]):
+            on[field] = earlier
             candidate = FaultPlan.from_dict(data)
             if breaks(candidate) and first_broken(candidate) == wanted:
                 plan = candidate

@@ -3,9 +3,11 @@
 A fault is aimed at a call of the clean run by its kind, name and ``nth`` (so that it
 still lands on that call when an earlier fault makes the loop retry and the seqs shift);
 its kind is one that applies there (``FaultKind.applies``); its parameters are drawn by
-``param``. Hypothesis shrinks each draw towards its first choice, so
-the order of every choice is the order of "smaller": the earlier call, the kind listed
-first in ``KINDS``, no Retry-After before one, a shorter delay, a lower ``nth``.
+``param``; its strategy is ``once`` (that call only), a ``burst`` of calls in a row from
+there, or ``always`` from there on (``STRATEGIES``). Hypothesis shrinks each draw towards
+its first choice, so the order of every choice is the order of "smaller": the earlier
+call, the kind listed first in ``KINDS``, no Retry-After before one, a shorter delay, a
+lower ``nth``, once before a burst, a shorter burst.
 
 Hypothesis is imported only inside the functions, so this module imports without it.
 """
@@ -25,6 +27,11 @@ from ..faults._checks import REQUIRED
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+STRATEGIES = ("once", "burst", "always")
+"""How a drawn fault lands from the call it is aimed at: there only, on a burst of the
+calls like it in a row (``BURSTS``), or on every one from there on."""
+BURSTS = (2, 3)
+"""The lengths of burst a search draws."""
 EXTRA_NTH = 2
 """How many calls past the clean run's count of a call ``nth`` may reach: the retries a
 fault earlier in the plan brings."""
@@ -49,11 +56,14 @@ class Target:
     remote: bool = False
 
     def kinds(self) -> tuple[str, ...]:
-        """The fault kinds that can happen at this call and can be drawn, in table order."""
+        """The fault kinds that can happen at this call and can be drawn, in table order:
+        those of the full matrix (a kind with ``rehearse`` rows), so that a budget goes to
+        the faults a rehearsal runs; the others are rehearsed by name, in a plan."""
         return tuple(
             k.name
             for k in KINDS.values()
-            if k.applies(self.kind, streamed=self.streamed, remote=self.remote)
+            if k.rehearse
+            and k.applies(self.kind, streamed=self.streamed, remote=self.remote)
             and all(d is not REQUIRED or (k.name, p) in VARIED for p, (_, d) in k.params.items())
         )
 
@@ -114,8 +124,14 @@ def param(kind: str, name: str, policy: Policy) -> SearchStrategy[Any]:
     return table[kind, name]
 
 
-def plans_of(targets: Sequence[Target], policy: Policy, max_faults: int) -> SearchStrategy[Any]:
-    """Plans of 1 to ``max_faults`` faults aimed at ``targets``, in canonical form."""
+def plans_of(
+    targets: Sequence[Target],
+    policy: Policy,
+    max_faults: int,
+    strategies: Sequence[str] = STRATEGIES,
+) -> SearchStrategy[Any]:
+    """Plans of 1 to ``max_faults`` faults aimed at ``targets``, each landing as one of
+    ``strategies`` (of ``STRATEGIES``), in canonical form."""
     from hypothesis import strategies as st
 
     @st.composite
@@ -129,7 +145,14 @@ def plans_of(targets: Sequence[Target], policy: Policy, max_faults: int) -> Sear
             if (kind, name) in VARIED
         )
         nth = draw(st.integers(1, target.count + EXTRA_NTH))
-        fault = Fault(kind, params).on(kind=target.kind, name=target.name, nth=nth)
+        fault = Fault(kind, params).on(kind=target.kind, name=target.name)
+        strategy = draw(st.sampled_from(tuple(strategies)))
+        if strategy == "once":
+            fault = fault.on(nth=nth)
+        else:
+            fault = fault.after(nth - 1) if nth > 1 else fault  # from the first: no onset
+            if strategy == "burst":
+                fault = fault.burst(draw(st.sampled_from(BURSTS)))
         return at, nth, fault
 
     return st.lists(one(), min_size=1, max_size=max_faults).map(canonical)
@@ -153,4 +176,12 @@ def python_fault(fault: Fault) -> str:
     sel = fault.selector
     on = {k: getattr(sel, k) for k in ("kind", "name", "nth") if getattr(sel, k) is not None}
     where = ", ".join(f"{k}={v!r}" for k, v in on.items())
-    return f"faults.{fault.kind}({args}).on({where})"
+    made = f"faults.{fault.kind}({args}).on({where})"
+    for method in ("after", "burst", "every", "times"):
+        value = getattr(sel, method)
+        if value is not None:
+            made += f".{method}({value!r})"
+    if sel.p is not None:
+        seed = "" if sel.seed is None else f", seed={sel.seed!r}"
+        made += f".random(p={sel.p!r}{seed})"
+    return made

@@ -79,6 +79,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "faultdeck.cli.extract:extract",
         "Write one recorded call alone, as a cassette or plain JSON.",
     ),
+    "faults": (
+        "faultdeck.cli.faults:faults",
+        "List every fault kind: where it applies, what each SDK sees.",
+    ),
     "fork": (
         "faultdeck.cli.fork:fork",
         "Replay CASSETTE's first N calls, then go on live into a new one.",

@@ -209,7 +209,8 @@ def _print_text(
     )
     for fault in result.plan.faults:
         sel = fault.selector
-        out.print(f"    {fault.describe()} at {sel.kind} {sel.name} (call {sel.nth})", markup=False)
+        where = f"{sel.kind} {sel.name} ({sel.landing()})"
+        out.print(f"    {fault.describe()} at {where}", markup=False)
     out.print("violated:", markup=False)
     for violation in result.violations:
         out.print(f"    {violation}", markup=False)

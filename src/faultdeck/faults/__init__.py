@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._answers import REFUSAL_TEXT
 from ._fault import CallInfo, Fault, Selector
 from ._kinds import BAD_TOOL_CALL_HOWS, FAULT_KINDS, KINDS, FaultKind, Judged, StreamBreak
 from ._plan import FaultPlan, FaultRun
@@ -46,15 +47,22 @@ __all__ = [
     "Selector",
     "StreamBreak",
     "bad_tool_call",
+    "content_filter",
     "crash",
     "disconnect",
+    "empty_answer",
     "from_json",
+    "html_error",
     "latency",
+    "length_stop",
     "malformed_result",
     "malformed_stream",
     "quota",
+    "reasoning_only",
+    "refusal",
     "reset",
     "slow_first_token",
+    "stale_answer",
     "stream_cut",
     "timeout",
     "tool_error",
@@ -124,16 +132,47 @@ def transient(status: int = 503) -> Fault:
     return Fault("transient", (("status", status),))
 
 
-def bad_tool_call(how: str = "missing_field") -> Fault:
+def bad_tool_call(how: str = "missing_required") -> Fault:
     """The model's tool call breaks the tool's schema: ``BadToolCall`` with ``code=how``.
 
+    At the HTTP boundary the answer's first tool call breaks inside a 200, streamed or not,
+    as each provider shows it. The schema is the one the request sent for the tool called.
+
     Args:
-        how: ``missing_field``, ``wrong_type``, ``unparseable`` or ``unknown_tool``.
+        how: what breaks:
+
+            - ``missing_required``: a required property is missing;
+            - ``wrong_type``: a property (the first required one) has a value of a JSON
+              type its schema does not allow;
+            - ``extra_property``: a property the schema does not have is added;
+            - ``enum_mismatch``: a property with an ``enum`` has a value outside it (a
+              schema without one cannot show this: ``wrong_type`` stands in);
+            - ``not_object``: the arguments are a JSON array, not an object;
+            - ``invalid_json`` (cut short), ``invalid_json:trailing_comma``,
+              ``invalid_json:single_quotes``: the arguments do not parse;
+            - ``unknown_tool``: the call names a tool the request did not offer;
+            - ``duplicate_id``: a second call follows the first, the same id and all.
+
+            The first names ``missing_field`` and ``unparseable`` (and
+            ``invalid_json:truncated``) still work; a fault keeps the name it was given.
 
     Raises:
         ConfigError: another ``how``.
     """
     return Fault("bad_tool_call", (("how", how),))
+
+
+def length_stop() -> Fault:
+    """The model runs out of tokens inside its tool call: ``BadToolCall`` with code
+    ``length``.
+
+    At the HTTP boundary the answer stops inside its first tool call, the call's arguments
+    cut to half, nothing after it: ``finish_reason: length`` (OpenAI Chat Completions),
+    ``status: incomplete`` with ``incomplete_details.reason: max_output_tokens`` (OpenAI
+    Responses; a stream ends in ``response.incomplete``), ``stop_reason: max_tokens``
+    (Anthropic, whose ``input`` keeps the properties that fit whole).
+    """
+    return Fault("length_stop")
 
 
 def slow_first_token(ms: float) -> Fault:
@@ -191,3 +230,75 @@ def from_json(obj: Any, *, where: str = "fault") -> Fault:
         ConfigError: naming ``where`` and the field.
     """
     return parse_fault(obj, where)
+
+
+def empty_answer() -> Fault:
+    """The model answers with nothing: at the HTTP boundary a real 200 whose answer is
+    empty as its format writes one (a chat completion's ``content: ""`` finishing
+    ``stop``, a Responses message with an empty ``output_text``, Anthropic's
+    ``content: []`` ending ``end_turn``), streamed or not; in-process ``TransientError``
+    with code ``empty_answer``.
+
+    Raises:
+        ConfigError: at a model call whose format has no message (an embedding).
+    """
+    return Fault("empty_answer")
+
+
+def refusal(text: str = REFUSAL_TEXT) -> Fault:
+    """The model refuses, in its format's own refusal field: a chat completion's
+    ``message.refusal`` (``content: null``), a Responses ``refusal`` content item,
+    Anthropic's ``stop_reason: "refusal"`` (``text`` in ``stop_details.explanation``);
+    in-process ``TransientError`` with code ``refusal``.
+
+    Raises:
+        ConfigError: ``text`` is empty or not a string; at a model call whose format
+            cannot refuse.
+    """
+    return Fault("refusal", (("text", text),))
+
+
+def content_filter() -> Fault:
+    """A content filter stops the answer and strips its tool calls: a chat completion
+    finishing ``content_filter``, a Responses answer ``incomplete`` for ``content_filter``
+    without its function calls, an Anthropic message stopping with ``refusal`` (its only
+    policy stop) without its ``tool_use`` blocks; in-process ``TransientError`` with code
+    ``content_filter``.
+
+    Raises:
+        ConfigError: at a model call whose format cannot show it.
+    """
+    return Fault("content_filter")
+
+
+def reasoning_only() -> Fault:
+    """The model only reasons: a Responses answer holding one ``reasoning`` item, an
+    Anthropic message holding one ``thinking`` block; in-process ``TransientError`` with
+    code ``reasoning_only``.
+
+    Raises:
+        ConfigError: at a model call whose format has no reasoning (a chat completion).
+    """
+    return Fault("reasoning_only")
+
+
+def stale_answer() -> Fault:
+    """The previous answer to a call of the same name comes again, as a stale cache gives
+    it: at the HTTP boundary, on replay, the last model answer the run was given under that
+    name, its id and all (a stream's made a body, or a body's a stream, where the forms
+    differ); the first such call, which has none before it, gets its own (so does a call
+    that runs live). In-process ``TransientError`` with code ``stale_answer``."""
+    return Fault("stale_answer")
+
+
+def html_error(status: int = 502) -> Fault:
+    """A proxy's HTML error page where JSON was due, ``text/html`` with this status: under
+    a 200 the SDK hands back the page's text where it expected an object (or, with strict
+    response validation, raises ``APIResponseValidationError``); under a 5xx it raises its
+    status error (``InternalServerError``) and retries. In-process ``TransientError`` with
+    code ``html_error``.
+
+    Raises:
+        ConfigError: ``status`` is neither 200 nor 500-599.
+    """
+    return Fault("html_error", (("status", status),))

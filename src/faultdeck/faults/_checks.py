@@ -12,6 +12,7 @@ import difflib
 import math
 import reprlib
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .._base.errors import ConfigError
@@ -95,13 +96,23 @@ def integer(value: Any) -> int:
     return value
 
 
-def one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or value not in choices:
-            raise _Invalid(f"one of: {', '.join(choices)}")
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """A checker that takes one of a few names (or one of the older names ``also`` keeps
+    working); the catalogue lists its ``choices``."""
+
+    choices: tuple[str, ...]
+    also: tuple[str, ...] = ()
+
+    def __call__(self, value: Any) -> str:
+        if not isinstance(value, str) or (value not in self.choices and value not in self.also):
+            accepted = f" (also accepted: {', '.join(self.also)})" if self.also else ""
+            raise _Invalid(f"one of: {', '.join(self.choices)}{accepted}")
         return value
 
-    return check
+
+def one_of(choices: tuple[str, ...], also: tuple[str, ...] = ()) -> OneOf:
+    return OneOf(tuple(choices), tuple(also))
 
 
 def text(value: Any) -> str:
@@ -132,6 +143,8 @@ SELECTOR_CHECKS: dict[str, Callable[[Any], Any]] = {
     "p": _probability,
     "seed": integer,
     "times": int_from(0),
+    "after": int_from(0),
+    "burst": int_from(1),
 }
 
 
@@ -177,14 +190,15 @@ def check_params(
     for name, (check, default) in spec.items():
         value = given.get(name, default)
         if value is REQUIRED:
-            raise ConfigError(f"{where(name)}: missing; expected {_expected(check)}")
+            raise ConfigError(f"{where(name)}: missing; expected {expected(check)}")
         value = check_value(check, value, where(name))
         if value is not None:
             out.append((name, value))
     return tuple(sorted(out))
 
 
-def _expected(check: Callable[[Any], Any]) -> str:
+def expected(check: Callable[[Any], Any]) -> str:
+    """What ``check`` takes, in the words its refusal uses (``a number >= 0``)."""
     try:
         check(object())
     except _Invalid as exc:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._base.errors import ConfigError
+from .._base.words import ordinal
 from ._checks import SELECTOR_CHECKS, check_params, check_value, hint
 from ._kinds import FAULT_KINDS, KINDS, FaultKind
 
@@ -48,6 +49,9 @@ class Selector:
         p: only with this probability, drawn from ``(seed, call seq)``.
         seed: the seed for ``p``; the plan's seed when ``None``.
         times: at most this many injections per run.
+        after: the onset: the first ``after`` matching calls pass untouched.
+        burst: only the ``burst`` matching calls in a row from the onset (the first, or the
+            one after ``after``).
 
     Raises:
         ConfigError: a field has a value it cannot take, or ``seed`` is set without ``p``.
@@ -61,6 +65,8 @@ class Selector:
     p: float | None = None
     seed: int | None = None
     times: int | None = None
+    after: int | None = None
+    burst: int | None = None
 
     def __post_init__(self) -> None:
         for name, check in SELECTOR_CHECKS.items():
@@ -69,6 +75,23 @@ class Selector:
                 object.__setattr__(self, name, check_value(check, value, f"selector {name}"))
         if self.seed is not None and self.p is None:
             raise ConfigError("selector seed: only means something with p; set p too")
+
+    def landing(self) -> str:
+        """Which of the calls it matches it lands on, for people: ``call 2``, ``calls 3 to
+        4``, ``every call from 3``, ``every 5th call``, ``calls drawn at p=0.1``."""
+        onset = (self.after or 0) + 1
+        if self.nth is not None:
+            return f"call {self.nth}"
+        if self.burst is not None:
+            end = onset + self.burst - 1
+            shown = f"call {onset}" if end == onset else f"calls {onset} to {end}"
+        elif self.every is not None:
+            shown = f"every {ordinal(self.every)} call" if self.every > 1 else "every call"
+        else:
+            shown = "every call"
+        if self.burst is None and onset > 1:
+            shown += f" from {onset}"
+        return shown if self.p is None else f"{shown}, drawn at p={self.p:g}"
 
 
 ANY = Selector()
@@ -154,6 +177,22 @@ class Fault:
         """Return this fault injected at most ``n`` times per run."""
         return self._with(times=n)
 
+    def always(self) -> Fault:
+        """Return this fault landing on every matching call: no ``nth``, ``every``,
+        ``random`` or ``burst`` left (``at``, ``on``'s kind and name, ``after`` and
+        ``times`` are kept)."""
+        return self._with(nth=None, every=None, p=None, seed=None, burst=None)
+
+    def burst(self, n: int) -> Fault:
+        """Return this fault landing on ``n`` matching calls in a row, from the onset (the
+        first matching call, or the one ``after(k)`` names), then on none."""
+        return self._with(burst=n)
+
+    def after(self, k: int) -> Fault:
+        """Return this fault starting after ``k`` matching calls: those pass untouched, and
+        the strategy (``always``, ``burst``, ``random``) starts at the next."""
+        return self._with(after=k)
+
     def param(self, name: str, default: Any = None) -> Any:
         """The value of parameter ``name`` (defaults filled in), else ``default``."""
         for key, value in self.params:
@@ -202,7 +241,11 @@ class Fault:
         sel = self.selector
         if sel.seq is not None:
             out["at"] = sel.seq
-        on = {k: getattr(sel, k) for k in ("kind", "name", "nth") if getattr(sel, k) is not None}
+        on = {
+            k: getattr(sel, k)
+            for k in ("kind", "name", "nth", "after")
+            if getattr(sel, k) is not None
+        }
         if on:
             out["on"] = on
         if sel.every is not None:
@@ -211,4 +254,6 @@ class Fault:
             out["random"] = {"p": sel.p} if sel.seed is None else {"p": sel.p, "seed": sel.seed}
         if sel.times is not None:
             out["times"] = sel.times
+        if sel.burst is not None:
+            out["burst"] = sel.burst
         return out

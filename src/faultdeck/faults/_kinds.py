@@ -5,17 +5,20 @@ kinds it can happen at, the error an in-process call raises, and how the HTTP bo
 shows it (a provider's error response standing in for the call, a transport error, a real
 answer broken, a stream broken off), its label, and the rows it brings to a rehearsal's
 matrix. The deck, the HTTP transport and the rehearsal read ``KINDS``; nothing else decides
-what a kind does.
+what a kind does. What a program sees of each kind, per wire format (``shows``), is written
+in ``_shows`` and joined here; ``_catalogue`` lists it all (``faultdeck faults``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from .._base.errors import BadToolCall, ProcessKilled, QuotaExhausted, TransientError
 from .._base.words import plural
+from ._answers import ANSWER_KINDS
 from ._checks import (
     REQUIRED,
     Spec,
@@ -27,21 +30,16 @@ from ._checks import (
     status,
     text,
 )
-from ._shapes import (
-    Params,
-    break_stream_tool_call,
-    break_tool_call,
-    quota_response,
-    transient_response,
-)
+from ._shapes import Params, quota_response, transient_response
+from ._shows import SHOWS
+from ._tool_answers import break_answer
+from ._tool_calls import HOWS, how_of, length_stop
+from ._tool_calls import how as how_named
+from ._tool_streams import break_events
 
-BAD_TOOL_CALL_HOWS = ("missing_field", "wrong_type", "unparseable", "unknown_tool")
-HOW_TEXT = {
-    "missing_field": "a required argument is missing",
-    "wrong_type": "an argument has the wrong type",
-    "unparseable": "the arguments are not valid JSON",
-    "unknown_tool": "the named tool does not exist",
-}
+BAD_TOOL_CALL_HOWS = tuple(HOWS)
+"""The ways ``bad_tool_call`` breaks a tool call, simplest first (the old names
+``missing_field`` and ``unparseable`` are accepted too)."""
 _CALLS = frozenset({"model", "tool", "http"})  # every call that reaches a server
 _EVERY = frozenset({"model", "tool", "env", "http"})
 _STREAMED = frozenset({"model", "http"})
@@ -57,6 +55,10 @@ class Judged(Protocol):
     @property
     def slow_first_token_ms(self) -> float: ...
 
+
+SURFACES = ("openai.chat", "openai.responses", "anthropic.messages", "http", "tool", "mcp")
+"""Where a program meets a fault (``FaultKind.shows``): an SDK's API, a plain HTTP client, a
+tool called in-process, an MCP client."""
 
 McpShape = Literal["error_result", "timeout", "malformed", "disconnect", "error"]
 """How an MCP session shows a fault (``FaultKind.mcp``)."""
@@ -91,8 +93,11 @@ class FaultKind:
         respond: at the HTTP boundary, the provider's response that stands in for the call.
         transport: at the HTTP boundary, the transport error raised instead (``timeout``
             for a read timeout, ``reset`` for a dropped connection).
-        answer: at the HTTP boundary, how it breaks a real answer's JSON body.
-        events: at the HTTP boundary, how it breaks a real stream's events.
+        answer: at the HTTP boundary, how it breaks a real answer's JSON body: from its
+            parameters, the call's name, the body, and the JSON body the request sent
+            (``None`` when it sent none), whose tool schemas a broken tool call breaks.
+        events: at the HTTP boundary, how it breaks a real stream's events: as ``answer``,
+            with the events in place of the body.
         stream_break: at the HTTP boundary, how it breaks a stream off.
         mcp: how an MCP session shows it (``faultdeck.mcp`` and ``faultdeck mcp serve``):
             ``error_result`` (a tool result with ``isError: true``), ``timeout`` (no answer
@@ -106,6 +111,8 @@ class FaultKind:
         network: it comes from a service over the network (a quota, a 5xx, a timeout, a
             reset): it happens at model and http calls, and at a tool only when the tool
             reaches a service (``remote``); a local tool gets tool faults only.
+        shows: what a program sees of it, in a few words, per surface (``SURFACES``) it can
+            reach; from ``_shows.SHOWS`` unless the kind brings its own.
     """
 
     name: str
@@ -116,13 +123,14 @@ class FaultKind:
     label: Callable[[Params], str]
     respond: Callable[[Params, str], Response] | None = None
     transport: Literal["timeout", "reset"] | None = None
-    answer: Callable[[Params, str, Any], Any] | None = None
-    events: Callable[[Params, str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    answer: Callable[[Params, str, Any, Any], Any] | None = None
+    events: Callable[[Params, str, list[dict[str, Any]], Any], list[dict[str, Any]]] | None = None
     stream_break: Callable[[Params], StreamBreak] | None = None
     rehearse: tuple[tuple[str, Callable[[Judged], dict[str, Any]]], ...] = ()
     kills: bool = False
     mcp: McpShape | None = "error"
     network: bool = False
+    shows: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def delays(self) -> bool:
@@ -181,7 +189,8 @@ def _transient_error(p: Params) -> BaseException:
 
 
 def _bad_call_error(p: Params) -> BaseException:
-    return BadToolCall(f"injected bad tool call ({p['how']}): {HOW_TEXT[p['how']]}", code=p["how"])
+    text = how_named(p["how"]).text
+    return BadToolCall(f"injected bad tool call ({p['how']}): {text}", code=p["how"])
 
 
 def _transient(code: str, message: str) -> Callable[[Params], BaseException]:
@@ -237,13 +246,27 @@ _KINDS = (
     FaultKind(
         "bad_tool_call",
         "the model's tool call breaks its JSON schema, inside a 200",
-        {"how": (one_of(BAD_TOOL_CALL_HOWS), "missing_field")},
+        {"how": (how_of, "missing_required")},
         frozenset({"model"}),
         _bad_call_error,
         lambda p: f"bad_tool_call({p['how']})",
-        answer=lambda p, name, body: break_tool_call(name, body, p["how"]),
-        events=lambda p, name, events: break_stream_tool_call(name, events, p["how"]),
+        answer=lambda p, name, body, sent: break_answer(name, body, sent, how_named(p["how"])),
+        events=lambda p, name, events, sent: break_events(name, events, sent, how_named(p["how"])),
         rehearse=(("bad tool call", lambda p: {}),),
+    ),
+    FaultKind(
+        "length_stop",
+        "the answer runs out of tokens inside a tool call: its arguments cut, inside a 200",
+        {},
+        frozenset({"model"}),
+        lambda p: BadToolCall(
+            "injected length stop: the answer ran out of tokens inside a tool call, its "
+            "arguments cut",
+            code="length",
+        ),
+        _named("length_stop"),
+        answer=lambda p, name, body, sent: break_answer(name, body, sent, length_stop),
+        events=lambda p, name, events, sent: break_events(name, events, sent, length_stop),
     ),
     FaultKind(
         "slow_first_token",
@@ -349,9 +372,14 @@ _KINDS = (
         mcp="disconnect",
         network=True,
     ),
+    # The model misbehaving inside a real answer, per wire format, and a proxy's HTML page.
+    *(FaultKind(**fields) for fields in ANSWER_KINDS),
 )
 
-KINDS: Mapping[str, FaultKind] = {kind.name: kind for kind in _KINDS}
+KINDS: Mapping[str, FaultKind] = {
+    kind.name: kind if kind.shows else replace(kind, shows=SHOWS.get(kind.name, {}))
+    for kind in _KINDS
+}
 """Every kind of fault, by name, in the order plans and matrices list them."""
 
 

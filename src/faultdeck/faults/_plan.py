@@ -11,8 +11,10 @@ How a run picks, for each call:
    any more, so its counter stops too.
 2. Every matching fault advances its own 1-based counter ``m`` — the losers as well as the
    winner — so ``nth`` and ``every`` count matching calls, not injections.
-3. A matching fault *accepts* when ``m == nth`` (if set), ``m % every == 0`` (if set) and
-   the seeded draw for ``(seed, call.seq)`` is below ``p`` (if set).
+3. A matching fault *accepts* when ``m > after`` (if set: the onset), ``m - after <=
+   burst`` (if set: that many calls in a row from the onset), ``m == nth`` (if set),
+   ``m % every == 0`` (if set) and the seeded draw for ``(seed, call.seq)`` is below ``p``
+   (if set).
 4. The first accepting fault in plan order is injected and its ``times`` count goes up. A
    fault that accepted but lost to an earlier one is not injected and gets no second turn:
    its ``nth`` has gone by.
@@ -257,6 +259,9 @@ class FaultRun:
 
 
 def _accepts(sel: Selector, matched: int, seq: int, plan_seed: int) -> bool:
+    onset = sel.after or 0
+    if matched <= onset or (sel.burst is not None and matched - onset > sel.burst):
+        return False
     if sel.nth is not None and matched != sel.nth:
         return False
     if sel.every is not None and matched % sel.every:

@@ -44,7 +44,9 @@ from ._checks import (
 from ._fault import ANY, Fault, Selector
 from ._kinds import FAULT_KINDS, KINDS
 
-_SELECTOR_KEYS = ("at", "on", "every", "random", "times")
+_SELECTOR_KEYS = ("at", "on", "every", "random", "times", "burst", "always")
+_STRATEGIES = ("on.nth", "every", "random", "burst")
+"""What ``always`` rules out: each narrows the matching calls a fault lands on."""
 
 
 def load_data(where: str) -> Any:
@@ -193,18 +195,12 @@ def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
         fields[name] = check_value(SELECTOR_CHECKS[name], value, where)
 
     if "at" in entry:
-        at = entry["at"]
-        if isinstance(at, dict):
-            _table(at, f"{path}.at", ("seq",))
-            if "seq" not in at:
-                raise ConfigError(f"{path}.at.seq: missing; expected an integer >= 1")
-            put("seq", at["seq"], f"{path}.at.seq")
-        else:
-            put("seq", at, f"{path}.at")
+        put("seq", *_seq_at(entry["at"], path))
     if "on" in entry:
-        for key, value in _table(entry["on"], f"{path}.on", ("kind", "name", "nth")).items():
+        on = _table(entry["on"], f"{path}.on", ("kind", "name", "nth", "after"))
+        for key, value in on.items():
             put(key, value, f"{path}.on.{key}")
-    for key in ("every", "times"):
+    for key in ("every", "times", "burst"):
         if key in entry:
             put(key, entry[key], f"{path}.{key}")
     if "random" in entry:
@@ -213,4 +209,41 @@ def _parse_selector(entry: dict[str, Any], path: str) -> Selector:
             raise ConfigError(f"{path}.random.p: missing; expected a probability from 0 to 1")
         for key, value in drawn.items():
             put(key, value, f"{path}.random.{key}")
+    if "always" in entry:
+        _always(entry, fields, path)
     return Selector(**fields)
+
+
+def _seq_at(at: Any, path: str) -> tuple[Any, str]:
+    """The seq ``"at": 3`` or ``"at": {"seq": 3}`` names, and where it was.
+
+    Raises:
+        ConfigError: a table without ``seq``, or with another field.
+    """
+    if not isinstance(at, dict):
+        return at, f"{path}.at"
+    _table(at, f"{path}.at", ("seq",))
+    if "seq" not in at:
+        raise ConfigError(f"{path}.at.seq: missing; expected an integer >= 1")
+    return at["seq"], f"{path}.at.seq"
+
+
+def _always(entry: dict[str, Any], fields: dict[str, Any], path: str) -> None:
+    """``"always": true``: every matching call (the default, said out loud); it cannot go
+    with a strategy that lands on fewer.
+
+    Raises:
+        ConfigError: ``always`` is not ``true``, or comes with ``nth``, ``every``, ``random``
+            or ``burst``.
+    """
+    if entry["always"] is not True:
+        raise ConfigError(
+            f"{path}.always: expected true (every matching call), got {shown(entry['always'])}; "
+            "drop it for the same"
+        )
+    given = {"on.nth": "nth" in fields, **{k: k in entry for k in _STRATEGIES[1:]}}
+    clash = next((k for k in _STRATEGIES if given[k]), None)
+    if clash is not None:
+        raise ConfigError(
+            f"{path}: always lands on every matching call, {clash} on fewer; keep one of them"
+        )

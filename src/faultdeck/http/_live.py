@@ -65,6 +65,12 @@ class Live:
         digest = hashlib.sha256(self.body).hexdigest()
         return f"{self.request.method} {self.request.url} {digest}"
 
+    @functools.cached_property
+    def sent(self) -> Any:
+        """The request's body in its readable form (JSON parsed; text, or ``None``, where
+        it is not JSON): a fault that breaks a tool call reads the tools' schemas there."""
+        return readable(self.body, self.request.headers.get("content-type")) if self.body else None
+
     def failed(self) -> None:
         """This request failed: its client's wait before a retry is to be measured."""
         self.owner.failed(self.identity)
@@ -104,7 +110,7 @@ class Live:
         changed = None
         fault = call.fault
         if body is not None and fault is not None and fault.spec.answer is not None:
-            answer = fault.spec.answer(fault.values, self.name, body)
+            answer = fault.spec.answer(fault.values, self.name, body, self.sent)
             if answer is not body:
                 body, changed, chunks = answer, body_bytes(answer), None
         stored = call.store(
