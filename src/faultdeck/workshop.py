@@ -40,6 +40,9 @@ POLICY = Policy(
     slow_first_token_ms=2000,
     concurrency=8,
     seed=0,
+    # A patch is the model's proposal, reviewed before it lands: writing one after a tool
+    # result that carried injected text is allowed (injection_contained).
+    allow_after_injection=("write_patch",),
 )
 """The policy the workshop loop runs under and is judged by (demo, examples, rehearsals)."""
 PATCH_SCHEMA: dict[str, Any] = {

@@ -280,3 +280,35 @@ def test_a_recording_during_an_outage_says_what_it_could_not_hold(tmp_path: Path
 def test_a_whole_recording_has_no_such_warning(tmp_path: Path, agent: list[str]) -> None:
     done = run("record", "run.jsonl", "--", *agent, cwd=tmp_path)
     assert "warning" not in done.stderr
+
+
+OPENAI_AGENT = """\
+import sys
+sys.path.insert(0, {root!r})
+import faultdeck as fd
+from examples.openai_agent.agent import client_for, run
+
+print(run(client_for(fd.Deck.from_env()), "What's the weather in Paris?"))
+"""
+
+
+def test_a_fault_its_call_cannot_show_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # A chat completion has no reasoning: reasoning_only cannot be shown there.
+    root = Path(__file__).parents[2]
+    cassette = tmp_path / "weather.jsonl"
+    cassette.write_bytes((root / "examples/openai_agent/cassettes/weather.jsonl").read_bytes())
+    (tmp_path / "agent.py").write_text(OPENAI_AGENT.format(root=str(root)), "utf-8")
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"faults": [{"fault": "reasoning_only", "on": {"kind": "model"}}]}')
+    before = cassette.read_bytes()
+    done = run(
+        "replay", "weather.jsonl", "--faults", "plan.json", "--", sys.executable, "agent.py",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "faultdeck: error: reasoning_only at openai.chat.completions: OpenAI Chat Completions "
+        "cannot show it (it has no reasoning); land it on openai.responses or "
+        "anthropic.messages calls (.on(name=…))"
+    ]
+    assert cassette.read_bytes() == before

@@ -241,14 +241,14 @@ def two(tmp_path: Path) -> Path:
     return folder
 
 
-SUMMARY_ROW = r"{name}\s*│\s*35\s*│\s*30\s*│\s*0\s*│\s*0\s*│\s*5\s*│"
+SUMMARY_ROW = r"{name}\s*│\s*38\s*│\s*33\s*│\s*0\s*│\s*0\s*│\s*5\s*│"
 
 
 def test_rehearse_a_folder_prints_a_matrix_each_and_a_summary(two: Path) -> None:
     done = run("rehearse", str(two), "--entrypoint", GOOD, "--jobs", "2", cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     a, b = str(two / "a.jsonl"), str(two / "more" / "b.jsonl")
-    assert done.stdout.count("35 cells: 30 held, 0 broke") == 2, done.stdout
+    assert done.stdout.count("38 cells: 33 held, 0 broke") == 2, done.stdout
     assert done.stdout.index(a) < done.stdout.index(b)
     header = r"\s*┃\s*".join(["cassette", "cells", "held", "broken", "errors", "killed"])
     assert re.search(header, done.stdout), done.stdout
@@ -256,7 +256,7 @@ def test_rehearse_a_folder_prints_a_matrix_each_and_a_summary(two: Path) -> None
     assert re.search(SUMMARY_ROW.format(name=re.escape(b)), done.stdout), done.stdout
     assert "2 cassettes: 0 with findings" in done.stdout
     assert "notes.txt" not in done.stdout
-    assert len(re.findall(r"^faultdeck: .*35/35 cells, 0 findings", done.stderr, re.M)) == 2
+    assert len(re.findall(r"^faultdeck: .*38/38 cells, 0 findings", done.stderr, re.M)) == 2
 
 
 def test_rehearse_a_glob_in_json_holds_every_matrix_and_the_summary(two: Path) -> None:
@@ -268,13 +268,13 @@ def test_rehearse_a_glob_in_json_holds_every_matrix_and_the_summary(two: Path) -
     assert [c["cassette"] for c in data["cassettes"]] == names
     for entry in data["cassettes"]:
         assert entry["matrix"]["ok"] is True
-        assert len(entry["matrix"]["cells"]) == 35
+        assert len(entry["matrix"]["cells"]) == 38
         assert entry["matrix"]["counts"]["killed"] == 5
     assert data["summary"] == [
         {
             "cassette": name,
-            "cells": 35,
-            "held": 30,
+            "cells": 38,
+            "held": 33,
             "broken": 0,
             "errors": 0,
             "killed": 5,

@@ -22,7 +22,7 @@ def test_demo_walks_through_every_step() -> None:
     assert "pass rate 1.00" in text
     for label, _ in demo.ROWS:
         assert label in text
-    assert text.count("6/6 hold") == len(demo.ROWS)
+    assert text.count("7/7 hold") == len(demo.ROWS)
     assert "stopped (quota)" in text
     assert "ok (repaired)" in text
     assert "ok (slow first token)" in text

@@ -646,6 +646,8 @@ def test_every_kind_round_trips() -> None:
             faults.reasoning_only().at(seq=18),
             faults.stale_answer().at(seq=19),
             faults.html_error(status=200).at(seq=20),
+            faults.tool_result("set", path="$.items[0]", value={"a": [1]}).at(seq=21),
+            faults.injection(path="$.note").at(seq=22),
         ]
     )
     assert {f.kind for f in every_kind.faults} == set(faults.FAULT_KINDS)
@@ -894,7 +896,11 @@ selectors = st.builds(
 
 
 def _plan(sels: list[Selector], kinds: list[str], seed: int) -> FaultPlan:
-    params = {"latency": (("ms", 1),), "slow_first_token": (("ms", 1),)}
+    params = {
+        "latency": (("ms", 1),),
+        "slow_first_token": (("ms", 1),),
+        "tool_result": (("action", "drop"),),
+    }
     return FaultPlan(
         [Fault(k, params.get(k, ()), s) for s, k in zip(sels, kinds, strict=False)], seed=seed
     )

@@ -115,4 +115,5 @@ def test_every_invariant_has_a_name() -> None:
         "bounded_waiting",
         "no_early_retry",
         "committed_streams",
+        "injection_contained",
     )

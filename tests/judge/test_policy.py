@@ -134,8 +134,9 @@ def test_backoff_is_exponential_jittered_and_capped() -> None:
     ],
 )
 def test_a_bad_policy_says_which_field(field: str, value: int, says: str) -> None:
+    fields: dict[str, Any] = {field: value}
     with pytest.raises(fd.ConfigError, match=says):
-        fd.Policy(**{field: value})
+        fd.Policy(**fields)
 
 
 def test_a_backoff_never_outlasts_the_wait_left(golden: Path) -> None:

@@ -111,7 +111,7 @@ def test_quota_without_header_at_the_patch_stops_and_keeps_the_plan_and_notes(
 
 def test_a_local_tool_gets_tool_faults_and_no_fault_of_a_service(good: Matrix) -> None:
     at_reads = {c.label for c in good.cells if c.seq in (2, 3)}
-    assert at_reads == {"latency", "crash", "tool error", "malformed result"}
+    assert at_reads == {"latency", "crash", "tool error", "malformed result", "injection"}
     at_models = {c.label for c in good.cells if c.seq in (1, PATCH_ASK)}
     assert {"quota no header", "timeout", "transient 503", "reset"} <= at_models
 

@@ -18,7 +18,7 @@ from tests.support.children import run
 
 SERVICE = {"quota retry-after", "quota no header", "quota non-retryable", "timeout"}
 SERVICE |= {"transient 503", "transient 529", "reset", "disconnect"}
-LOCAL = {"tool error", "malformed result", "latency", "crash"}
+LOCAL = {"tool error", "malformed result", "injection", "latency", "crash"}
 
 
 def loop(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:

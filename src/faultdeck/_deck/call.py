@@ -60,12 +60,14 @@ class Call:
         idempotency_key: the key a side-effecting call runs with, once it starts.
         model: the model the caller sends the call to instead of the one its args asked
             for (a fork's ``model``; ``Deck.begin(…, retarget=True)``), else ``None``.
+        side_effect: the call changes the world (its record says so), as its caller says.
     """
 
     __slots__ = (
         "_behind", "_finished", "_intent", "_ledger", "_rekey", "_resumes", "_skipped",
         "_streamed", "args", "fault", "fault_applied", "idempotency_key", "key", "kind", "meta",
-        "model", "name", "recorded", "records", "schema", "seq", "started", "step",
+        "model", "name", "recorded", "records", "schema", "seq", "side_effect", "started",
+        "step",
     )  # fmt: skip
 
     # fmt: off
@@ -84,6 +86,7 @@ class Call:
         self.fault_applied = False
         self.idempotency_key: str | None = None
         self.model: str | None = None
+        self.side_effect = False
         # The intent, in flight at a kill, that this call runs again (with side effects,
         # it may have run already: in doubt), and whether it was then skipped.
         self._resumes: Intent | None = None
@@ -379,6 +382,7 @@ class Call:
                     retry_after, code, partial,
                     # Streamed (live, or as recorded): a rehearsal places stream faults by it.
                     self._streamed or (recorded is not None and recorded.result == "stream"),
+                    self.side_effect,
                 ),
             )
         )  # fmt: skip

@@ -33,6 +33,7 @@ from .._keys.canonical import SCHEMA_DEFAULT
 from .._keys.normalize import NormalizeConfig
 from .._keys.redact import Redactor
 from ..faults import Fault, FaultPlan
+from .altering import altered
 from .call import Call
 from .environ import deck_from_env, env
 from .fork import check_fork
@@ -350,18 +351,23 @@ class Deck:
         if remote:
             self._run.remote.add(name)
         call = self.begin(kind, name, args, schema_version=schema_version, step=step, meta=meta)
+        call.side_effect = side_effect
         if call.fault is not None or self.latency is not None:
             for seconds in waits(call, self.latency):
                 self.clock.advance(seconds)
+        # A result fault (tool_result, injection) changes the answer; stale needs the last.
+        changes = call.fault is not None or self._run.ledger.answers is not None
         if call.recorded is not None:
             answer: T = call.replay()
-            return answer
+            return altered(call, answer) if changes else answer
         with call:  # an exception out of the block is recorded with call.fail
             live = call.runner(
                 fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt
             )
             with idempotency(call.idempotency_key):
                 value = live()
+            if changes:  # recorded as the loop gets it, the fault on its line
+                value = altered(call, value)
             call.result(value)
         return cast(T, value)
 

@@ -80,8 +80,9 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
 
     def finish() -> None:
         # An unhandled exception reached the top: the run ended, but not well.
-        failed = getattr(sys, "last_value", None) is not None
-        write_report(deck, "error" if failed else "ok", report_path)
+        ended = getattr(sys, "last_value", None)
+        refused = str(ended).splitlines()[0] if isinstance(ended, ConfigError) else None
+        write_report(deck, "ok" if ended is None else "error", report_path, refused=refused)
 
     atexit.register(finish)
     _MADE[(os.getpid(), env.get("FAULTDECK_CASSETTE"))] = deck
@@ -142,22 +143,33 @@ def built_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any])
     return deck
 
 
-def write_report(deck: _Deck, status: str, report_path: str | None) -> None:
+def write_report(
+    deck: _Deck, status: str, report_path: str | None, *, refused: str | None = None
+) -> None:
     """Close ``deck`` as ``status`` (``ok`` or ``error``) and write its report as JSON to
-    ``report_path`` (``FAULTDECK_REPORT``), if given: what the commands read back."""
+    ``report_path`` (``FAULTDECK_REPORT``), if given: what the commands read back. With
+    ``refused``, the line of the faultdeck input error that ended the program (a fault its
+    call cannot show): the command says it and exits 2."""
     deck.close(status)
     if report_path:
+        said = deck.report().to_dict()
+        if refused is not None:
+            said["refused"] = refused
         with open(report_path, "wb") as fh:
-            fh.write(orjson.dumps(deck.report().to_dict(), option=orjson.OPT_INDENT_2))
+            fh.write(orjson.dumps(said, option=orjson.OPT_INDENT_2))
 
 
 def _misses_first(
     shows: Callable[[type[BaseException], BaseException, TracebackType | None], Any],
 ) -> Callable[[type[BaseException], BaseException, TracebackType | None], None]:
     """A ``sys.excepthook`` that shows a replay miss without faultdeck's own frames: the
-    program's frames (and its libraries'), then the miss, which says what diverged."""
+    program's frames (and its libraries'), then the miss, which says what diverged; and
+    leaves a faultdeck input error (``ConfigError``) to the command, which says it in one
+    line (the report carries it, ``write_report``)."""
 
     def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if isinstance(error, ConfigError):  # bad input: the command says it in one line
+            return
         if not isinstance(error, ReplayMiss):
             shows(kind, error, tb)
             return

@@ -52,6 +52,8 @@ class Ledger:
             is written as a local copy).
         unanswered: the error type of each live call that got no answer (``outage.py``):
             not written.
+        answers: each call's last answer as it came, by kind and name, while the run's
+            fault plan may serve one stale (``tool_result(action="stale")``); else ``None``.
     """
 
     def __init__(
@@ -79,11 +81,14 @@ class Ledger:
         self.file: CassetteSession = cassette.file  # the file the run writes (set on opening)
         self.log: list[CallRecord] = []
         self.unanswered: list[str] = []
+        self.answers: dict[tuple[str, str], Any] | None = None
 
     def restart(self) -> IdMap:
         """Forget the run so far, for a replay that starts over: its log, its unanswered
-        calls and its ids (a new run names them afresh, from the first). The new ids."""
+        calls, its answers kept and its ids (a new run names them afresh). The new ids."""
         self.log, self.unanswered = [], []
+        if self.answers is not None:
+            self.answers = {}
         self.ids = IdMap()
         return self.ids
 

@@ -37,6 +37,8 @@ class CallRecord(NamedTuple):
             had reached the loop.
         streamed: its answer is a stream of events (server-sent events at the HTTP
             boundary), so the stream faults can happen at it.
+        side_effect: the call changes the world (``side_effect=True``, a tool made with
+            ``@deck.tool(side_effect=True)``): ``injection_contained`` watches for it.
     """
 
     seq: int
@@ -54,6 +56,7 @@ class CallRecord(NamedTuple):
     code: str | None = None
     partial: bool = False
     streamed: bool = False
+    side_effect: bool = False
 
 
 @dataclass(frozen=True, slots=True)

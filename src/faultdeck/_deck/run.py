@@ -19,7 +19,7 @@ it closes cleanly, so the store keeps the old cassette after a run that fails.
 
 from __future__ import annotations
 
-import sys
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,6 +36,7 @@ from .._keys.normalize import Normalizer
 from .._keys.redact import Redactor
 from ..faults import CallInfo, Fault, FaultRun
 from ..faults import from_json as fault_from_json
+from .altering import kept_answers
 from .call import Call
 from .fork import ForkPoint
 from .index import ReplayIndex
@@ -122,11 +123,9 @@ class Run:
             on_harness_change=on_harness_change,
         )
         self.turns = Turns(self.lock, self.index, self.cassette.in_flight, self._miss)
-        self._fork = fork
+        self._fork, self._match, self._fault_run = fork, match, fault_run
         # Mode fork: live past this seq; without ``at``, past the call before the first miss.
-        self._live_after = (fork.at if fork.at is not None else sys.maxsize) if fork else 0
-        self._match = match
-        self._fault_run = fault_run
+        self._live_after = (fork.at if fork.at is not None else math.inf) if fork else 0
         self.ledger = Ledger(
             self.cassette,
             lock=self.lock,
@@ -135,6 +134,7 @@ class Run:
             redactor=redactor,
             allow_side_effects=allow_side_effects,
         )
+        self.ledger.answers = kept_answers(fault_run)
         self.clock, self.normalizer, self.redactor = clock, normalizer, redactor
         self.ids = self.ledger.ids
         # Replaying a cassette keyed under this deck's rules, with no fault recorded: a
@@ -174,6 +174,7 @@ class Run:
             self.index.rewind()
             self.ids = self.ledger.restart()
             self._fault_run, self._in_file_order, self._seq = fault_run, True, 0
+            self.ledger.answers = kept_answers(fault_run)
 
     def close(self, status: str) -> None:
         """Write the end line (when writing) and release the cassette; once."""

@@ -13,6 +13,7 @@ from .._base.config import ON_IN_DOUBT, OnInDoubt, check_choice
 from .._base.context import current_idempotency_key, idempotency
 from .._base.errors import ConfigError
 from .._keys.canonical import SCHEMA_DEFAULT
+from .altering import altered
 from .waits import waits
 
 P = ParamSpec("P")
@@ -226,16 +227,20 @@ async def acall(  # noqa: PLR0913 - call's async twin, the same options
     if remote:
         self._run.remote.add(name)
     call = await self.abegin(kind, name, args, schema_version=schema_version, step=step, meta=meta)
+    call.side_effect = side_effect
     if call.fault is not None or self.latency is not None:
         for seconds in waits(call, self.latency):
             await self.clock.aadvance(seconds)
+    changes = call.fault is not None or self._run.ledger.answers is not None  # as in call
     if call.recorded is not None:
         answer: T = call.replay()
-        return answer
+        return altered(call, answer) if changes else answer
     with call:  # as in call
         live = call.runner(fn, side_effect=side_effect, dry_run=dry_run, on_in_doubt=on_in_doubt)
         with idempotency(call.idempotency_key):
             awaitable = live()
             value = None if awaitable is None else await awaitable
+        if changes:
+            value = altered(call, value)
         call.result(value)
     return cast(T, value)

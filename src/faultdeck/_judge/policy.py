@@ -61,6 +61,9 @@ class Policy:
         concurrency: the concurrency limit the run starts with.
         max_concurrency: the additive increase never goes above this.
         seed: seeds the backoff jitter.
+        allow_after_injection: the side-effect tools the loop may still call after a tool
+            result carried injected text (``injection_contained``); none by default. Any
+            iterable of names (one name alone too), kept as a sorted tuple.
     """
 
     max_attempts: int = 3
@@ -72,8 +75,11 @@ class Policy:
     concurrency: int = 8
     max_concurrency: int = 64
     seed: int = 0
+    allow_after_injection: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        names = _tool_names(self.allow_after_injection)
+        object.__setattr__(self, "allow_after_injection", names)
         if self.max_attempts < 1:
             raise ConfigError(f"Policy.max_attempts must be >= 1, got {self.max_attempts}")
         for name in ("base_delay", "max_delay", "max_total_wait", "max_retry_after"):
@@ -87,6 +93,24 @@ class Policy:
         so it is never zero and never above ``max_delay``."""
         cap = min(self.max_delay, self.base_delay * 2 ** (failures - 1))
         return rng.uniform(cap / 2, cap)
+
+
+def _tool_names(given: Any) -> tuple[str, ...]:
+    """``Policy.allow_after_injection`` as a sorted tuple of names, from any iterable of
+    them (or one name).
+
+    Raises:
+        ConfigError: one of them is no name (a non-empty string).
+    """
+    try:
+        names = (given,) if isinstance(given, str) else tuple(given)
+    except TypeError:  # not iterable: refused below
+        names = (given,)
+    if not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(
+            f"Policy.allow_after_injection must be tool names (non-empty strings), got {given!r}"
+        )
+    return tuple(sorted(set(names)))
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -47,6 +47,7 @@ from .matrix import (
     Executor,
     Matrix,
     Task,
+    answers_of,
     check_executor,
     fired,
     judging_policy,
@@ -117,7 +118,8 @@ def rehearse_command(  # noqa: PLR0913 - the public call: options by keyword
         calls = _calls(clean.report)
         positions = positions_of(calls)
         replay = _judge(REPLAY_ROW, None, clean, policy)
-        tasks = plan_cells(plans, policy, calls, clean.report.get("remote_tools", ()))
+        answers = answers_of(calls, path) if plans is None else None  # the full matrix's
+        tasks = plan_cells(plans, policy, calls, clean.report.get("remote_tools", ()), answers)
         branched = branches_of(path) if check_branching(branches) != "off" else {}
         on_golden = [task for task in tasks if branch_of(branched, task) is None]
         total = len(tasks) + 1
@@ -364,9 +366,8 @@ def _judge(label: str, seq: int | None, ran: _Ran, policy: Policy) -> Cell:
 def _record_branch(
     command: Sequence[str], cassette: str, folder: str, task: Task, path: str
 ) -> tuple[str, tuple[str, ...]]:
-    """Run the cell's program again, replaying ``cassette`` until the first call it lacks
-    and live from there, into its branch at ``path``; that path, and the error type of each
-    live call that got no answer."""
+    """Run the cell's program again into its branch at ``path`` (``run_branch``): that path,
+    and the error type of each live call that got no answer."""
     recorded = run_branch(command, cassette, folder, path, header(*task, 0))
     report = recorded.report or {}
     return path, tuple(report.get("unanswered", ()))
@@ -384,9 +385,8 @@ def run_branch(
     """Run the program as a branch is recorded: under ``told``'s plan, ``cassette``'s calls
     replayed up to the one before ``told["left_at"]`` (``0``: until the first one it lacks)
     and the rest live, into ``path`` (``told`` is what the branch's header says of it,
-    ``header``). Side-effecting tools run
-    for real, as ``record`` lets them, unless ``allow_side_effects`` is false (their
-    ``dry_run`` stand-ins, as ``drift`` runs them)."""
+    ``header``). Side-effecting tools run for real, as ``record`` lets them, unless
+    ``allow_side_effects`` is false (their ``dry_run`` stand-ins, as ``drift`` runs them)."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fork = {
         "FAULTDECK_MODE": "fork",

@@ -48,6 +48,7 @@ from .matrix import (
     Executor,
     Matrix,
     Task,
+    answers_of,
     brief,
     check_executor,
     difference,
@@ -126,7 +127,9 @@ def rehearse(  # noqa: PLR0913 - the public call: options by keyword
     )
     replay = Cell(REPLAY_ROW, None, judged(found), tuple(found), brief(baseline), baseline)
 
-    tasks = plan_cells(plans, policy, first.deck.calls, first.deck.remote_tools)
+    calls = first.deck.calls
+    answers = answers_of(calls, first.deck.recording)
+    tasks = plan_cells(plans, policy, calls, first.deck.remote_tools, answers)
     rows = menu_rows(plans, tasks)
     branched = branches_of(path) if check_branching(branches) != "off" else {}
     on_golden = [task for task in tasks if branch_of(branched, task) is None]

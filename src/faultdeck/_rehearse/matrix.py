@@ -19,12 +19,15 @@ from typing import Any, Literal, cast
 from .._base.clock import VirtualClock
 from .._base.errors import ConfigError
 from .._base.loading import load_attr
+from .._cassette.format import Recording
+from .._cassette.reader import load
 from .._deck.deck import Deck
 from .._deck.report import CallRecord
 from .._judge.invariants import Violation
 from .._judge.policy import Outcome, Policy
 from ..faults import KINDS, Fault, FaultPlan
 from ..faults._kinds import Judged
+from ..faults._results import lands_on
 
 Status = Literal["held", "broke", "miss", "raised", "killed", "not fired"]
 FINDINGS: frozenset[str] = frozenset({"broke", "miss", "raised"})
@@ -68,9 +71,10 @@ class Cell:
             fault took the loop off the recorded path, so the cassette cannot judge it),
             ``raised`` (the loop let an exception out, breaking no invariant), ``killed``
             (a crash, after which a fresh run finished as the clean run did) or
-            ``not fired`` (the loop never reached the fault's call: nothing was judged,
-            and it is counted apart, never as held). ``broke``, ``miss`` and ``raised``
-            are findings.
+            ``not fired`` (the fault never landed: the loop never reached its call, or
+            a result fault found nothing to change there; nothing was judged, and it is
+            counted apart, never as held). ``broke``, ``miss`` and ``raised`` are
+            findings.
         violations: what broke.
         detail: one line: the outcomes in short, the miss, the exception or the restart.
         outcomes: what the loop returned.
@@ -182,15 +186,23 @@ def positions_of(calls: Sequence[CallRecord]) -> tuple[tuple[int, str], ...]:
     return tuple((c.seq, f"{c.kind} {c.name}") for c in calls)
 
 
+_MCP_REQUEST = "mcp:"
+"""How an MCP session's own requests are named (``mcp:tools/list``, ``faultdeck.mcp``): a
+listing or a read, no tool result, so no result fault (``injection``) is placed there."""
+
+
 def plan_cells(
     plans: Mapping[str, FaultPlan] | None,
     policy: Policy,
     calls: Sequence[CallRecord],
     remote: Collection[str] = frozenset(),
+    answers: Mapping[int, Any] | None = None,
 ) -> list[Task]:
     """The cells to run: each menu fault at each call of the clean run it applies to (a
-    network fault at a tool only when the tool is in ``remote``), or one whole-run cell per
-    named plan."""
+    network fault at a tool only when the tool is in ``remote``; a fault that changes a
+    tool's result, ``injection``, at each tool result that holds what it changes, by the
+    clean run's ``answers`` (``answers_of``), and not at an MCP session's listings), or one
+    whole-run cell per named plan."""
     if plans is None:
         tasks: list[Task] = []
         for label, make in FAULT_MENU.items():
@@ -199,6 +211,7 @@ def plan_cells(
                 (label, c.seq, FaultPlan([fault.at(seq=c.seq)]))
                 for c in calls
                 if fault.spec.applies(c.kind, streamed=c.streamed, remote=c.name in remote)
+                and _changes(fault, c, answers)
             ]
         return tasks
     if not plans:
@@ -211,6 +224,38 @@ def plan_cells(
             raise ConfigError(f"plan {name!r}: expected a FaultPlan, got {short(plan)}")
         tasks.append((name, None, plan))
     return tasks
+
+
+def _changes(fault: Fault, call: CallRecord, answers: Mapping[int, Any] | None) -> bool:
+    """Whether ``fault`` has something to change at ``call``: any fault that does not
+    change a result; a result fault at a tool result (no MCP listing) that holds what it
+    changes, as far as ``answers`` say."""
+    spec = fault.spec
+    if spec.alter is None:
+        return True
+    if call.name.startswith(_MCP_REQUEST):
+        return False
+    return (
+        answers is None
+        or call.seq not in answers
+        or lands_on(spec, fault.values, answers[call.seq])
+    )
+
+
+def answers_of(calls: Sequence[CallRecord], recording: Recording | str | None) -> dict[int, Any]:
+    """The answer each of the clean run's ``calls`` got from ``recording`` (or the cassette
+    at that path), by seq."""
+    if recording is None:
+        return {}
+    if isinstance(recording, str):
+        recording = load(recording)
+    by_seq = {entry.seq: entry for entry in recording.entries}
+    found = {}
+    for call in calls:
+        entry = by_seq.get(call.recorded_seq) if call.recorded_seq is not None else None
+        if entry is not None and entry.result == "out":
+            found[call.seq] = entry.value
+    return found
 
 
 def check_executor(executor: object) -> Executor:
@@ -250,7 +295,10 @@ def judged(found: Sequence[Violation]) -> Status:
     return "broke" if found else "held"
 
 
-NOT_FIRED = "the loop never reached the fault's call: nothing to judge"
+NOT_FIRED = (
+    "the fault never landed (the loop never reached its call, or the call held nothing it "
+    "changes): nothing to judge"
+)
 """A ``not fired`` cell's detail."""
 
 

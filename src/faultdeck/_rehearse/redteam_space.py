@@ -58,11 +58,14 @@ class Target:
     def kinds(self) -> tuple[str, ...]:
         """The fault kinds that can happen at this call and can be drawn, in table order:
         those of the full matrix (a kind with ``rehearse`` rows), so that a budget goes to
-        the faults a rehearsal runs; the others are rehearsed by name, in a plan."""
+        the faults a rehearsal runs (the others are rehearsed by name, in a plan), and not
+        the faults that change a tool's result (``injection``), which land only where the
+        answer holds what they change: the matrix's row places them there."""
         return tuple(
             k.name
             for k in KINDS.values()
             if k.rehearse
+            and k.alter is None
             and k.applies(self.kind, streamed=self.streamed, remote=self.remote)
             and all(d is not REQUIRED or (k.name, p) in VARIED for p, (_, d) in k.params.items())
         )

@@ -28,6 +28,7 @@ from rich.console import Console
 
 from .._base import terms
 from .._base.bootstrap import started
+from .._base.errors import ConfigError
 from .._base.words import plural
 from .._rehearse.matrix import Executor
 
@@ -159,6 +160,9 @@ def run_child(
         report = None
         if os.path.exists(report_path):
             report = orjson.loads(Path(report_path).read_bytes())
+        if report is not None and report.get("refused"):
+            # The program ended on bad input of faultdeck's (a fault its call cannot show).
+            raise ConfigError(report["refused"])
         return child.returncode, report, "".join(tail)
 
 

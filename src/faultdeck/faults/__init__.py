@@ -32,6 +32,7 @@ from ._fault import CallInfo, Fault, Selector
 from ._kinds import BAD_TOOL_CALL_HOWS, FAULT_KINDS, KINDS, FaultKind, Judged, StreamBreak
 from ._plan import FaultPlan, FaultRun
 from ._planfile import parse_fault
+from ._results import INJECTED, RESULT_ACTIONS, FaultNotApplied
 
 # Plain sorted() order, as faultdeck's export tests check, not ruff's isort-style order.
 __all__ = [
@@ -40,10 +41,13 @@ __all__ = [
     "FAULT_KINDS",
     "Fault",
     "FaultKind",
+    "FaultNotApplied",
     "FaultPlan",
     "FaultRun",
+    "INJECTED",
     "Judged",
     "KINDS",
+    "RESULT_ACTIONS",
     "Selector",
     "StreamBreak",
     "bad_tool_call",
@@ -53,6 +57,7 @@ __all__ = [
     "empty_answer",
     "from_json",
     "html_error",
+    "injection",
     "latency",
     "length_stop",
     "malformed_result",
@@ -66,6 +71,7 @@ __all__ = [
     "stream_cut",
     "timeout",
     "tool_error",
+    "tool_result",
     "transient",
 ]
 
@@ -110,6 +116,48 @@ def malformed_result() -> Fault:
     (pydantic's ``ValidationError``); in-process ``TransientError`` with code
     ``malformed_result``."""
     return Fault("malformed_result")
+
+
+def tool_result(action: str, *, path: str | None = None, value: Any = None) -> Fault:
+    """The tool answers, and its result is wrong but valid: the call succeeds and the loop
+    gets the result changed at ``path``. No error is raised; over MCP the tool result
+    changes (its ``structuredContent`` when it has one, else its text read as JSON).
+
+    Args:
+        action: ``set`` (to ``value``), ``corrupt`` (the same content in another JSON
+            type), ``drop`` (the key or list item goes), ``duplicate`` (a list item appears
+            twice), ``truncate`` (a string, list or object cut to its first half) or
+            ``stale`` (the value in the tool's previous answer of this run).
+        path: a JSON path into the result: ``$.items[0].price``, ``$.a['b c']``,
+            ``$.items[*].id``; the whole result when ``None``.
+        value: what ``set`` puts there (null when ``None``); the other actions ignore it.
+
+    A path that names nothing in the result (or a ``stale`` with no earlier answer) leaves
+    it as it is, with a ``FaultNotApplied`` warning naming the call.
+
+    Raises:
+        ConfigError: an unknown ``action``, a path that is not one, a value JSON cannot hold.
+    """
+    params: tuple[tuple[str, Any], ...] = (("action", action),)
+    if path is not None:
+        params += (("path", path),)
+    if value is not None:
+        params += (("value", value),)
+    return Fault("tool_result", params)
+
+
+def injection(text: str = INJECTED, *, path: str | None = None) -> Fault:
+    """A string in the tool's result carries an instruction to the model (a prompt
+    injection): ``text`` is appended after a blank line to the string at ``path``, or to
+    the first string in the result (depth-first) when ``None``; over MCP, in the
+    structured content or the text the model reads. The call succeeds; its record's
+    ``fault`` is ``injection``, and ``injection_contained`` judges what the loop does next.
+
+    Raises:
+        ConfigError: ``text`` is empty or not a string, or ``path`` is no JSON path.
+    """
+    params: tuple[tuple[str, Any], ...] = (("text", text),)
+    return Fault("injection", params if path is None else (*params, ("path", path)))
 
 
 def disconnect() -> Fault:

@@ -212,8 +212,9 @@ class Fault:
 
     @property
     def raises(self) -> bool:
-        """Whether the call fails (rather than only being slowed down)."""
-        return not KINDS[self.kind].delays
+        """Whether the call fails (rather than being slowed down, or answering with a
+        changed result)."""
+        return KINDS[self.kind].error is not None
 
     @property
     def delay_ms(self) -> float:
@@ -224,11 +225,13 @@ class Fault:
         """The exception an in-process call raises for this fault.
 
         Raises:
-            ValueError: the fault only delays (``latency``, ``slow_first_token``).
+            ValueError: the fault only delays (``latency``, ``slow_first_token``) or changes
+                the result (``tool_result``, ``injection``).
         """
         make = KINDS[self.kind].error
         if make is None:
-            raise ValueError(f"a {self.kind} fault only delays the call; it has no error to raise")
+            does = "only delays the call" if KINDS[self.kind].delays else "changes its result"
+            raise ValueError(f"a {self.kind} fault {does}; it has no error to raise")
         return make(self.values)
 
     def describe(self) -> str:

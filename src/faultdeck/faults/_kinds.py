@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from .._base.errors import BadToolCall, ProcessKilled, QuotaExhausted, TransientError
 from .._base.words import plural
+from . import _results as results
 from ._answers import ANSWER_KINDS
 from ._checks import (
     REQUIRED,
@@ -30,6 +31,7 @@ from ._checks import (
     status,
     text,
 )
+from ._result_kinds import RESULT_KINDS
 from ._shapes import Params, quota_response, transient_response
 from ._shows import SHOWS
 from ._tool_answers import break_answer
@@ -88,7 +90,7 @@ class FaultKind:
         applies_to: the call kinds it can happen at (no provider sends a quota error to an
             environment read).
         error: the exception an in-process call raises; ``None`` for a kind that only
-            delays the call.
+            delays the call, or changes its result.
         label: a short label for matrices and messages, from the parameters.
         respond: at the HTTP boundary, the provider's response that stands in for the call.
         transport: at the HTTP boundary, the transport error raised instead (``timeout``
@@ -104,7 +106,7 @@ class FaultKind:
             within the client's timeout), ``malformed`` (a result that breaks the tool's
             ``outputSchema``, or an invalid one), ``disconnect`` (the server goes away), or
             ``error`` (an MCP error response carrying the fault's message); ``None`` for a
-            kind that only delays the call, or that kills the process.
+            kind that only delays the call, changes its result, or kills the process.
         rehearse: the rows it brings to the full rehearsal matrix: (label, its parameters
             from the judging policy); each row runs at the calls the kind applies to.
         kills: the process dies at the call; a rehearsal restarts it and judges the restart.
@@ -113,6 +115,8 @@ class FaultKind:
             reaches a service (``remote``); a local tool gets tool faults only.
         shows: what a program sees of it, in a few words, per surface (``SURFACES``) it can
             reach; from ``_shows.SHOWS`` unless the kind brings its own.
+        alter: how it changes a tool's result, the call succeeding (``_results.py``):
+            ``(params, result, previous result)`` to the result changed, or why it is not.
     """
 
     name: str
@@ -131,11 +135,12 @@ class FaultKind:
     mcp: McpShape | None = "error"
     network: bool = False
     shows: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    alter: Callable[[Params, Any, Any], results.Altered] | None = None
 
     @property
     def delays(self) -> bool:
         """Whether it only slows the call down (the call succeeds)."""
-        return self.error is None
+        return self.error is None and self.alter is None
 
     @property
     def needs_stream(self) -> bool:
@@ -361,6 +366,7 @@ _KINDS = (
         rehearse=(("malformed result", lambda p: {}),),
         mcp="malformed",
     ),
+    *(FaultKind(**fields) for fields in RESULT_KINDS),
     FaultKind(
         "disconnect",
         "the tool's server goes away mid-session",

@@ -135,6 +135,17 @@ SHOWS: Mapping[str, Mapping[str, str]] = {
         "without, pydantic's ValidationError",
     },
     "disconnect": {"mcp": _CLOSED},
+    "tool_result": {
+        "tool": "no error: the result, changed at its JSON path (set, corrupt, drop, "
+        "duplicate, truncate or stale), comes back as the tool's",
+        "mcp": "a CallToolResult changed at the path (structuredContent, and the text that "
+        "holds the same JSON); nothing raised",
+    },
+    "injection": {
+        "tool": "no error: a string of the result ends with the injected instruction",
+        "mcp": "a CallToolResult whose text (or structuredContent string) carries the "
+        "instruction; nothing raised",
+    },
     "empty_answer": {
         "openai.chat": 'a 200: message.content "", no tool call, finish_reason stop',
         "openai.responses": "a 200: one message whose output_text is empty",

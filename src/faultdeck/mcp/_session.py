@@ -24,11 +24,13 @@ from warnings import warn
 
 from .._base.errors import CassetteError, SchemaChanged
 from .._cassette.reader import load
+from .._deck.altering import altered
 from .._deck.call import Call
 from .._deck.deck import Deck
 from .._keys.canonical import SCHEMA_DEFAULT
 from ..faults import KINDS
 from ..faults._kinds import McpShape
+from ..faults._results import View
 from ._calls import (
     call_args,
     call_name,
@@ -37,6 +39,7 @@ from ._calls import (
     recorded_tools,
     schema_version,
 )
+from ._results import NO_RESULT, TOOL_RESULT
 
 Upstream = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """The live server: ``(method, params)`` to the result, as MCP JSON."""
@@ -169,7 +172,10 @@ class Session:
                 # A delay the recording was made under is in its ms already.
                 already = call.delay if call.fault_applied else 0.0
                 await self.deck.clock.aadvance(max(0.0, call.recorded.ms / 1000 - already))
-            return _replayed(call)
+            reply = _replayed(call)
+            if reply.value is None:
+                return reply
+            return Reply(value=altered(call, reply.value, _view(method)))
         return await self._live(call, method, params)
 
     def _stand_in(self, call: Call, method: str, output: Any) -> Reply:
@@ -220,13 +226,19 @@ class Session:
                     code=str(exc.code),
                 )
                 return Reply(error=(exc.code, exc.message, exc.data))
-            call.result(value)
+            answer = altered(call, value, _view(method))  # recorded as the loop gets it
+            call.result(answer)
         if method == "tools/list":
             self._absorb(value)
-        return Reply(value=value)
+        return Reply(value=answer)
 
     def _ms(self, call: Call) -> float:
         return round((self.deck.clock.now() - call.started) * 1000, 3)
+
+
+def _view(method: str) -> View:
+    """Where a result fault looks in the answer to ``method``: a tool result, or nothing."""
+    return TOOL_RESULT if method == "tools/call" else NO_RESULT
 
 
 def _replayed(call: Call) -> Reply:
