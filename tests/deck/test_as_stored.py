@@ -342,3 +342,23 @@ def test_any_replay_of_any_recording_keys_as_a_recording_does(
     ]
     replay(path, changed, config(folder), repeats="last")
     replay(path, [changed[i] for i in order if i < len(changed)], config(folder), repeats="last")
+
+
+def test_a_secret_that_reads_as_an_id_does_not_take_another_calls_answer(
+    tmp_path: Path,
+) -> None:
+    # Unredacted, the secret would be named «id:1», the placeholder the third call's own
+    # argument was recorded under: the second call must still key as its redacted self.
+    calls: list[Call] = [
+        ("tool", "a", {}, None),
+        ("tool", "a", {"id": "sk-proj-" + "Zq7" * 12}, None),
+        ("tool", "a", {"id": "gpt-4o-mini"}, {"id": "gpt-4o-mini"}),
+    ]
+    path = tmp_path / "any.jsonl"
+    record(path, calls, config(tmp_path))
+    sent = [(kind, name, args) for kind, name, args, _ in calls]
+    assert replay(path, sent, config(tmp_path), repeats="last") == [
+        ("ok", None),
+        ("ok", None),
+        ("ok", {"id": "gpt-4o-mini"}),
+    ]

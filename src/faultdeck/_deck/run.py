@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from .._base.clock import Clock
@@ -341,11 +342,13 @@ class Run:
         """The call's name, args and key as stored: redacted, so a secret keys as its mask."""
         normalizer, ids = self.normalizer, self.ids
         if replaying:
-            # Args without a secret key the same unredacted; try that (cheap) first.
+            # Args without a secret key the same unredacted; try that (cheap) first, unless it
+            # names a string anew: a secret's placeholder may match another call's key.
             ids.tentative()
             norm = normalizer.args(kind, name, args, ids, redact=False)
             key = make_key(kind, name, norm, schema)
-            if self.index.has(key, seq) or key in self.cassette.in_flight:
+            known = self.index.has(key, seq) or key in self.cassette.in_flight
+            if known and not ids.named_tentatively:
                 ids.commit()
                 return name, norm, key
             ids.rollback()
@@ -366,7 +369,7 @@ class Run:
     def calls(self) -> tuple[CallRecord, ...]:
         """Every call so far, in the order they started."""
         with self.lock:
-            return tuple(sorted(self.ledger.log, key=_seq_of))
+            return tuple(sorted(self.ledger.log, key=attrgetter("seq")))
 
     def report(self) -> Report:
         """What happened so far; see ``Deck.report``."""
@@ -385,10 +388,6 @@ class Run:
                 unanswered=tuple(self.ledger.unanswered),
                 remote_tools=tuple(sorted(self.remote)),
             )
-
-
-def _seq_of(record: CallRecord) -> int:
-    return record.seq
 
 
 def recorded_fault(entry: Entry, where: str) -> Fault:

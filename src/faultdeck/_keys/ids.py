@@ -128,6 +128,12 @@ class IdMap:
         """
         self._tentative = 0
 
+    @property
+    def named_tentatively(self) -> bool:
+        """Whether the walk since ``tentative`` gave a new placeholder (to a string no
+        answer taught): what it stands for, a secret among them, the key does not say."""
+        return self._tentative > 0
+
     def commit(self) -> None:
         """Keep the ids named since ``tentative``."""
         self._tentative = -1
