@@ -312,3 +312,39 @@ def test_a_fault_its_call_cannot_show_is_one_line_and_exit_2(tmp_path: Path) -> 
         "anthropic.messages calls (.on(name=…))"
     ]
     assert cassette.read_bytes() == before
+
+
+OPENAI_ENTRYPOINT = """\
+import sys
+sys.path.insert(0, {root!r})
+import faultdeck as fd
+from examples.openai_agent.agent import client_for, run
+
+def main(deck, clock):
+    return [fd.Outcome("ask", "ok", run(client_for(deck), "What's the weather in Paris?"))]
+"""
+
+
+@pytest.mark.parametrize(
+    "program",
+    [["--entrypoint", "entry:main"], ["--", sys.executable, "agent.py"]],
+    ids=["entrypoint", "command"],
+)
+def test_a_rehearsal_whose_fault_its_call_cannot_show_is_one_line_and_exit_2(
+    tmp_path: Path, program: list[str]
+) -> None:
+    root = Path(__file__).parents[2]
+    cassette = tmp_path / "weather.jsonl"
+    cassette.write_bytes((root / "examples/openai_agent/cassettes/weather.jsonl").read_bytes())
+    (tmp_path / "agent.py").write_text(OPENAI_AGENT.format(root=str(root)), "utf-8")
+    (tmp_path / "entry.py").write_text(OPENAI_ENTRYPOINT.format(root=str(root)), "utf-8")
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"faults": [{"fault": "reasoning_only", "on": {"kind": "model"}}]}')
+    before = cassette.read_bytes()
+    done = run("rehearse", "weather.jsonl", "--faults", "plan.json", *program, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "faultdeck: error: reasoning_only at openai.chat.completions: OpenAI Chat Completions "
+        "cannot show it"
+    )
+    assert cassette.read_bytes() == before

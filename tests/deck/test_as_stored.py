@@ -362,3 +362,21 @@ def test_a_secret_that_reads_as_an_id_does_not_take_another_calls_answer(
         ("ok", None),
         ("ok", {"id": "gpt-4o-mini"}),
     ]
+
+
+def test_a_call_that_cannot_be_keyed_leaves_no_names_behind(tmp_path: Path) -> None:
+    # The first call's args name the secret before its NaN is refused: that naming must be
+    # forgotten, or the UUID in the third call is numbered one later than it was recorded.
+    calls: list[Call] = [
+        ("tool", "a", {"id": SECRET}, None),
+        ("tool", "a", {}, None),
+        ("tool", "a", {"q": [UUID]}, {"ok": True}),
+    ]
+    path = tmp_path / "any.jsonl"
+    record(path, calls, config(tmp_path))
+    changed = [("tool", "a", {"id": SECRET, "n": math.nan}), *sent(calls)[1:]]
+    assert replay(path, changed, config(tmp_path), repeats="last") == [
+        ("ArgumentError", Missed),
+        ("ok", None),
+        ("ok", {"ok": True}),
+    ]

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import warn
 from ..faults._results import NONE, WHOLE, FaultNotApplied, View, alter, keeps_answers
 
+_GIVEN = "given"  # the slot kind of a model's answer given at the HTTP boundary
+
 if TYPE_CHECKING:
     from ..faults import FaultRun
     from .call import Call
@@ -72,6 +74,21 @@ def _unclaimed(call: Call) -> None:
             if log[i].seq == call.seq:
                 log[i] = log[i]._replace(fault=None)
                 return
+
+
+def give(call: Call, form: str, answer: Any) -> None:
+    """The run gave ``answer`` to the model ``call`` at the HTTP boundary (``form``:
+    ``"out"``, a body, or ``"stream"``, its events): kept as the last answer of its name when
+    the run keeps answers, for ``stale_answer`` to give again."""
+    answers = call._ledger.answers
+    if answers is not None:
+        answers[(_GIVEN, call.name)] = (form, answer)
+
+
+def given(call: Call) -> tuple[str, Any] | None:
+    """The last answer ``give`` kept for a model call named as ``call`` is, if any."""
+    answers = call._ledger.answers
+    return None if answers is None else answers.get((_GIVEN, call.name))
 
 
 def kept_answers(fault_run: FaultRun | None) -> dict[tuple[str, str], Any] | None:

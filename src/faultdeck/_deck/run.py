@@ -291,13 +291,9 @@ class Run:
         """The line an in-order replay expects next, when ``args`` are its stored args and
         so key as it did (``_keys/asis.py``): compared before anything is normalized."""
         entry = self.index.expected(seq)
-        if (
-            entry is None
-            or entry.name != name
-            or entry.kind != kind
-            or entry.schema != schema
-            or self.ids.odd
-        ):
+        if entry is None or self.ids.odd:
+            return None
+        if entry.name != name or entry.kind != kind or entry.schema != schema:
             return None
         normalizer = self.normalizer
         form = args_form(args, normalizer.root_json)
@@ -341,20 +337,26 @@ class Run:
     ) -> tuple[str, Any, str]:
         """The call's name, args and key as stored: redacted, so a secret keys as its mask."""
         normalizer, ids = self.normalizer, self.ids
-        if replaying:
-            # Args without a secret key the same unredacted; try that (cheap) first, unless it
-            # names a string anew: a secret's placeholder may match another call's key.
-            ids.tentative()
-            norm = normalizer.args(kind, name, args, ids, redact=False)
+        ids.tentative()
+        try:  # a call refused (an argument JSON cannot hold) leaves no names behind
+            if replaying:
+                # Args without a secret key the same unredacted; try that (cheap) first, unless
+                # it names a string anew: a secret's placeholder may match another call's key.
+                norm = normalizer.args(kind, name, args, ids, redact=False)
+                key = make_key(kind, name, norm, schema)
+                known = self.index.has(key, seq) or key in self.cassette.in_flight
+                if known and not ids.named_tentatively:
+                    ids.commit()
+                    return name, norm, key
+                ids.rollback()
+                ids.tentative()
+            name = self.redactor.redact_text(name)
+            norm = normalizer.args(kind, name, args, ids)
             key = make_key(kind, name, norm, schema)
-            known = self.index.has(key, seq) or key in self.cassette.in_flight
-            if known and not ids.named_tentatively:
-                ids.commit()
-                return name, norm, key
-            ids.rollback()
-        name = self.redactor.redact_text(name)
-        norm = normalizer.args(kind, name, args, ids)
-        return name, norm, make_key(kind, name, norm, schema)
+            ids.commit()
+            return name, norm, key
+        finally:
+            ids.rollback()  # nothing to forget after a commit
 
     def _miss(self, call: Call, waited: Sequence[Entry | Intent] = ()) -> ReplayMiss:
         call._log("miss")

@@ -274,15 +274,13 @@ def _run(
     stderr = done.stderr.decode("utf-8", errors="replace")
     if not os.path.exists(report):
         return _Ran(done.returncode, None, stderr, ok_exit)
-    return _Ran(done.returncode, orjson.loads(Path(report).read_bytes()), stderr, ok_exit)
+    written = orjson.loads(Path(report).read_bytes())
+    if written.get("refused"):  # the plan holds a fault a call cannot show: bad input, no cell
+        raise ConfigError(written["refused"])
+    return _Ran(done.returncode, written, stderr, ok_exit)
 
 
-def _restarted(
-    killed: Cell,
-    again: _Ran,
-    clean: Sequence[CallRecord],
-    policy: Policy,
-) -> Cell:
+def _restarted(killed: Cell, again: _Ran, clean: Sequence[CallRecord], policy: Policy) -> Cell:
     """After a crash, a fresh fault-free run must finish as the clean run did."""
     where = killed.detail.partition(" (")[0]
     label, seq = killed.label, killed.seq

@@ -274,6 +274,8 @@ def _run_cell(
     baseline: tuple[Outcome, ...],
 ) -> Cell:
     played = _play(entry, cassette, plan)
+    if isinstance(played.error, ConfigError):  # the plan is bad input (a fault a call cannot
+        raise played.error  # show), not the loop's finding
     if played.killed:
         return _restart(entry, cassette, policy, label, seq, played, baseline)
     miss = played.miss()

@@ -36,8 +36,8 @@ NOT_APPLICABLE = "·"
 
 LEGEND = (
     "✓ held, ✗ broke, ~ off the recorded path, ! raised, ↻ killed by a crash and restarted "
-    "fine, ○ not fired (the loop never reached its call), · does not apply at that call (not "
-    "run); ✗ ~ ! are findings"
+    "fine, ○ not fired (the loop never reached its call, or it held nothing to change), · does "
+    "not apply at that call (not run); ✗ ~ ! are findings"
 )
 """The symbols in a line, for the table's caption and the command's help."""
 
@@ -132,7 +132,8 @@ def matrix_summary(matrix: Matrix) -> list[str]:
     if unfired:
         lines.append(
             f"{SYMBOLS['not fired']} {len(unfired)} not fired (the loop never reached the "
-            f"fault's call, so it judged nothing): {', '.join(_place(c) for c in unfired)}"
+            "fault's call, or the call held nothing it changes, so it judged nothing): "
+            f"{', '.join(_place(c) for c in unfired)}"
         )
     misses = [c for c in matrix.cells if c.status == "miss"]
     if misses:

@@ -343,9 +343,12 @@ def injection_label(p: Params) -> str:
 
 
 def keeps_answers(faults: Any) -> bool:
-    """Whether a plan's ``faults`` may serve a stale answer: only then does a run keep each
-    tool's previous answer."""
-    return any(f.kind == "tool_result" and f.param("action") == "stale" for f in faults)
+    """Whether a plan's ``faults`` may serve a stale answer (a ``tool_result`` of action
+    ``stale``, a ``stale_answer``): only then does a run keep each call's previous answer."""
+    return any(
+        f.kind == "stale_answer" or (f.kind == "tool_result" and f.param("action") == "stale")
+        for f in faults
+    )
 
 
 @dataclass(frozen=True, slots=True)

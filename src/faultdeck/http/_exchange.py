@@ -21,12 +21,12 @@ from .._cassette.bodies import BINARY, BodyError, answer_bytes
 from .._cassette.errorjson import error_to_json
 from .._cassette.format import Entry, body_bytes
 from .._cassette.lines import RESTORE, http_answer_problem
+from .._deck.altering import give, given
 from .._deck.call import Call
 from ..faults import KINDS, Fault
+from ..faults._answers import PREVIOUS
 from ._bodies import encode, request_body
 from ._chunks import chunk_types, replayed_chunks
-from ._given import gave
-from ._given import values as given_values
 from ._live import Live, Owner, Step
 from ._shapes import classify, name_of, request_args
 from ._streams import stream_types
@@ -242,10 +242,10 @@ class Exchange(Live):
             body = value["body"]
             binary = BINARY in value  # bytes no fault reads
             if fault is not None and fault.spec.answer is not None and not binary:
-                body = fault.spec.answer(self.values(fault), self.name, body, self.sent)
+                body = fault.spec.answer(self.values(call, fault), self.name, body, self.sent)
             error, retry_after, code = classify(value["status"], value["headers"], body)
             if entry.kind == "model" and error is None and not binary:
-                gave(self.owner.deck, self.name, "out", body)
+                give(call, "out", body)
             call.answered(
                 learn=None if binary else body,
                 as_recorded=body is value["body"],
@@ -258,15 +258,19 @@ class Exchange(Live):
             return value, body
         events = value["events"]
         if fault is not None and fault.spec.events is not None:
-            events = fault.spec.events(self.values(fault), self.name, events, self.sent)
+            events = fault.spec.events(self.values(call, fault), self.name, events, self.sent)
         if entry.kind == "model" and value["status"] < 400:
-            gave(self.owner.deck, self.name, "stream", events)
+            give(call, "stream", events)
         return value, events
 
-    def values(self, fault: Fault) -> dict[str, Any]:
+    def values(self, call: Call, fault: Fault) -> dict[str, Any]:
         """The parameters a fault breaks this call's answer with: its own, and the last
-        answer the run gave a call of this name (``_given``: a stale answer reads it)."""
-        return given_values(self.owner.deck, self.name, fault)
+        answer the run gave a model call of this name, if kept, under ``PREVIOUS``."""
+        params = fault.values
+        previous = given(call)
+        if previous is not None:
+            params[PREVIOUS] = previous
+        return params
 
 
 def _streams(request: Any) -> bool:
