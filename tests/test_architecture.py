@@ -85,6 +85,7 @@ def test_every_stage_exists_and_every_module_is_placed() -> None:
         "cli",
         "config",
         "demo",
+        "fake",
         "http",
         "mcp",
         "otel",

@@ -1,6 +1,7 @@
 """``faultdeck demo``: the walkthrough on the bundled workshop agent.
 
-In a temporary folder: record the golden run, replay it 20 times offline, rehearse each row
+In a temporary folder: record the golden run, replay it 20 times offline, show the miss a
+changed prompt meets on replay, rehearse each row
 of the degradation policy on top of the recording and judge it by the invariants, catch a
 naive loop breaking them, kill a run and resume it, change the prompt and show the
 call-path diff, then let a redteam search find the smallest plan that breaks the naive
@@ -11,6 +12,7 @@ command (the command line registers it); ``python -m faultdeck.demo`` runs the s
 from __future__ import annotations
 
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,11 +20,12 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import faults
 from ._base.clock import VirtualClock
-from ._base.errors import BadToolCall, BoundaryError, ProcessKilled
+from ._base.errors import BadToolCall, BoundaryError, ProcessKilled, ReplayMiss
 from ._cassette.reader import load
 from ._deck.deck import Deck
 from ._diff.align import diff_recordings
@@ -34,15 +37,14 @@ from .workshop import OPS, POLICY, Workshop, record_golden
 
 READ = {"kind": "tool", "name": "read_file"}
 ROWS: list[tuple[str, list[Fault]]] = [
-    ("quota, Retry-After: 2", [faults.quota(retry_after=2).on(**READ, nth=1)]),
+    ("quota, retry 2 s", [faults.quota(retry_after=2).on(**READ, nth=1)]),
     ("quota, no header", [faults.quota().on(**READ, nth=1)]),
     ("timeout", [faults.timeout().on(**READ, nth=1)]),
-    ("tool call breaks its schema", [faults.bad_tool_call().on(kind="model", name="chat", nth=2)]),
-    (
-        "slow first token (2.5 s)",
-        [faults.slow_first_token(2500).on(kind="model", name="chat", nth=1)],
-    ),
+    ("bad tool call", [faults.bad_tool_call().on(kind="model", name="chat", nth=2)]),
+    ("slow first token", [faults.slow_first_token(2500).on(kind="model", name="chat", nth=1)]),
 ]
+CHANGED = "Make the agent loop respect the retry budget and quota."
+"""The question of the run with a changed prompt (steps 6 and 7)."""
 
 
 def rehearse(
@@ -88,9 +90,13 @@ def cell(outcome: Outcome | None) -> str:
     color = {"ok": "green", "degraded": "yellow", "stopped": "red"}[outcome.status]
     detail = [f"x{outcome.attempts}"] if outcome.attempts > 1 else []
     if outcome.reason:
-        detail.append(outcome.reason.replace("_", " "))
+        detail.append(_SHORT.get(outcome.reason, outcome.reason.replace("_", " ")))
     suffix = f" ({', '.join(detail)})" if detail else ""
     return f"[{color}]{outcome.status}[/]{suffix}"
+
+
+_SHORT = {"slow_first_token": "slow start"}
+"""A reason as a cell of the table says it, where its name is long."""
 
 
 def verdict(violations: list[Violation]) -> str:
@@ -112,29 +118,29 @@ def main(console: Console | None = None) -> int:
         out.print("\n[bold]1. Record[/] the golden run (and the repair and no-notes paths)")
         record_golden(golden)
         recording = load(golden)
-        out.print(
-            f"   {len(recording.entries)} calls in {golden.name}: "
-            + ", ".join(f"{e.kind} {e.name}" for e in recording.entries[:5])
-            + ", …"
-        )
+        kinds = sorted({f"{e.kind} {e.name}" for e in recording.entries})
+        out.print(f"   {len(recording.entries)} calls in {golden.name}: {', '.join(kinds)}")
 
         out.print("\n[bold]2. Replay[/] it 20 times, offline")
         results = [rehearse(golden, []) for _ in range(20)]
         first = results[0][0]
         same = sum(1 for outcomes, violations, _ in results if outcomes == first and not violations)
         rate = same / len(results)
-        out.print(
-            f"   {same}/20 replays gave identical outcomes with every invariant holding: "
-            f"pass rate {rate:.2f} (a rate strictly between 0 and 1 would be flakiness)"
-        )
+        out.print(f"   {same}/20 replays gave the same outcomes, every invariant holding")
+        out.print(f"   pass rate {rate:.2f} (strictly between 0 and 1 would be flakiness)")
 
-        out.print("\n[bold]3. Rehearse[/] each row of the degradation policy on the recording")
-        table = Table(show_lines=False, header_style="bold")
-        table.add_column("fault injected")
+        out.print("\n[bold]3. Miss[/]: replay it with a changed prompt")
+        missed = replay_changed(golden)
+        for line in missed:
+            said(out, line)
+
+        out.print("\n[bold]4. Rehearse[/] each row of the degradation policy on the recording")
+        table = Table(header_style="bold underline", box=None, padding=(0, 1, 0, 0))
+        table.add_column("fault", no_wrap=True)
         for op in OPS:
-            table.add_column(op)
-        table.add_column("waited", justify="right")
-        table.add_column("invariants")
+            table.add_column(op, no_wrap=True)
+        table.add_column("waited", justify="right", no_wrap=True)
+        table.add_column("verdict", no_wrap=True)
         healthy = True
         for label, plan in ROWS:
             outcomes, violations, clock = rehearse(golden, plan)
@@ -148,16 +154,13 @@ def main(console: Console | None = None) -> int:
             healthy = healthy and not violations
         out.print(table)
 
-        out.print(
-            "\n[bold]4. Judge[/] a naive loop (retry any error 3 times, at once) "
-            "under the same quota"
-        )
+        out.print("\n[bold]5. Judge[/] a naive loop (any error retried 3 times, at once)")
         _, violations, _ = rehearse(golden, ROWS[0][1], runner=naive_loop)
         for violation in violations:
-            out.print(f"   [red]✗[/] {violation}")
+            said(out, str(violation), "✗")
         caught = any(v.invariant == "no_early_retry" for v in violations)
 
-        out.print("\n[bold]5. Kill[/] a run at its patch request, then resume it")
+        out.print("\n[bold]6. Kill[/] a run at its patch request, then resume it")
         killed = Path(folder) / "killed.jsonl"
         clock = VirtualClock()
         crash = [faults.crash().on(kind="model", name="chat", nth=2)]
@@ -173,26 +176,53 @@ def main(console: Console | None = None) -> int:
             workshop = Workshop(resumed)
             outcomes = workshop.run(POLICY, clock=clock)
         report = resumed.report()
+        out.print(f"   killed with {len(before.entries)} calls on disk and no end line")
         out.print(
-            f"   killed with {len(before.entries)} calls on disk, no end line; resume "
-            f"replayed {report.used}, ran {report.live} live: "
+            f"   resume replayed {report.used}, ran {report.live} live: "
             + ", ".join(f"{o.op} {o.status}" for o in outcomes)
         )
         resumed_ok = before.interrupted and all(o.status == "ok" for o in outcomes)
 
-        out.print("\n[bold]6. Diff[/] against a run with a changed prompt")
+        out.print("\n[bold]7. Diff[/] against a run recorded with the changed prompt")
         changed = Path(folder) / "changed.jsonl"
-        record_golden(changed, question="Make the agent loop respect the retry budget and quota.")
+        record_golden(changed, question=CHANGED)
         diff = diff_recordings(load(golden), load(changed))
-        for line in diff_text(diff, width=min(out.width, 120) - 3).splitlines():
+        for line in diff_text(diff, width=min(out.width, 120) - 4, context=1).splitlines():
             out.print(f"   {line}", markup=False)
 
         redteamed = redteam_step(out, golden)
 
     seconds = time.perf_counter() - started
-    ok = rate == 1.0 and healthy and caught and resumed_ok and not diff.identical and redteamed
+    ok = rate == 1.0 and bool(missed) and healthy and caught and resumed_ok
+    ok = ok and not diff.identical and redteamed
     out.print(f"\n[bold]{'done' if ok else 'something is off'}[/] in {seconds:.2f} s")
     return 0 if ok else 1
+
+
+def replay_changed(golden: Path) -> list[str]:
+    """The replay miss of the loop asked the changed question, in brief: the call that
+    diverged, after how many agreeing calls, and the argument that changed (``[]`` if
+    nothing missed)."""
+    clock = VirtualClock()
+    deck = Deck(golden, mode="replay", clock=clock, on_harness_change="ignore")
+    try:
+        with deck:
+            Workshop(deck, question=CHANGED).run(POLICY, clock=clock)
+    except ReplayMiss as miss:
+        lines = [line.strip() for line in str(miss).splitlines()]
+        kept = [lines[0].partition(" (key ")[0]]
+        return kept + [line for line in lines[1:] if "agreed" in line or line.startswith("args.")]
+    return []
+
+
+def said(out: Console, text: str, mark: str = "") -> None:
+    """``text`` at a step's indent, wrapped to the terminal, its later lines under its
+    first; ``mark`` (``✗``) in red before it."""
+    head = f"{mark} " if mark else ""
+    width = max(out.width - 3 - len(head), 30)
+    for i, line in enumerate(textwrap.wrap(text, width, subsequent_indent="  ")):
+        lead = f"[red]{head}[/]" if i == 0 else " " * len(head)
+        out.print(f"   {lead}{escape(line)}")
 
 
 def naive_entry(deck: Deck, clock: VirtualClock) -> list[Outcome]:
@@ -206,9 +236,7 @@ def redteam_step(out: Console, golden: Path) -> bool:
     from ._base.errors import ConfigError
     from ._rehearse.redteam import import_hypothesis, redteam
 
-    out.print(
-        "\n[bold]7. Redteam[/] the naive loop: the smallest plan of up to 3 faults that breaks it"
-    )
+    out.print("\n[bold]8. Redteam[/] the naive loop: the smallest plan that breaks it")
     try:
         import_hypothesis()
     except ConfigError as exc:
@@ -222,11 +250,11 @@ def redteam_step(out: Console, golden: Path) -> bool:
         sel = fault.selector
         out.print(f"   {fault.describe()} at {sel.kind} {sel.name} ({sel.landing()})", markup=False)
     for violation in result.violations:
-        out.print(f"   [red]✗[/] {violation}")
+        said(out, str(violation), "✗")
     from ._base.words import plural
 
     tried = plural(result.replays, "replay")
-    out.print(f"   found and shrunk in {tried}; `faultdeck redteam` also writes it as a plan file")
+    out.print(f"   found and shrunk in {tried} (faultdeck redteam writes it as a plan file)")
     return True
 
 

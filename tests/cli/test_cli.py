@@ -171,6 +171,22 @@ def test_show_text_and_json(tmp_path: Path) -> None:
     assert [c["seq"] for c in data["calls"]] == [1, 2]
 
 
+def test_show_places_calls_a_later_append_run_added_as_diff_does(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with fd.Deck(path, mode="record") as deck:
+        deck.call("tool", "search", {"q": "a"}, returns(1))
+        deck.call("tool", "search", {"q": "b"}, returns(2))
+    with fd.Deck(path, mode="append") as deck:
+        deck.call("tool", "search", {"q": "a"}, returns(1))
+        deck.call("tool", "search", {"q": "new"}, returns(3))  # added after seq 1
+    lines = run("show", str(path)).stdout.splitlines()
+    rows = [line.split() for line in lines if "tool:" in line]
+    assert [row[0] for row in rows] == ["1", "2", "1+1"]  # no seq shown twice
+    assert any(line.startswith("N+k: the k-th call") for line in lines)
+    ms = [row[4] for row in rows]
+    assert all(len(m.partition(".")[2]) == 1 for m in ms), ms  # one precision
+
+
 def planted_lines() -> dict[str, str]:
     pieces = {name: plant.text for name, plant in one_per_pattern().items()}
     assert set(pieces) == {p.name for p in patterns()}, "a pattern has no planted secret here"

@@ -207,3 +207,16 @@ def test_html_names_where_the_strings_part(tmp_path: Path) -> None:
         f"<small>differs at character {at:,} ({len(prompt_a):,} characters in A, "
         f"{len(prompt_b):,} in B)</small>"
     ) in page
+
+
+def test_an_insertion_marks_only_the_side_that_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # B adds words where A has none: A's window shows nothing marked, not an empty [--].
+    a = record(tmp_path / "a.jsonl", FILLER + "Answer in one short sentence.")
+    b = record(tmp_path / "b.jsonl", FILLER + "Answer in one short sentence, in French.")
+    text = cli_diff(monkeypatch, capsys, str(a), str(b), columns=100, terminal=False)
+    shown_a, shown_b = side_lines(text)
+    assert "[-" not in shown_a
+    assert shown_a.endswith('short sentence."')
+    assert shown_b.endswith('short sentence{+, in French+}."')

@@ -1,9 +1,10 @@
 """docs/quickstart.md, followed as a new user follows it: in an empty folder, each file the
-page shows is written, each diff applied and each command run, in order, against the local
-fake OpenAI upstream (the page's one liberty: ``OPENAI_BASE_URL`` points at it); each
-command must exit as the page says (0, or the ``# exits N`` its line ends with), and each
-output block's lines must show in what the commands before it printed. ``…`` in an output
-line stands for what a real model's answers, keys and folders make differ."""
+page shows is written, each diff applied and each command run, in order, in a fresh venv
+made by the page's own install line (this checkout in place of the faultdeck it names), with
+``faultdeck fake`` as the model the page starts; each command must exit as the page says
+(0, or the ``# exits N`` its line ends with), and each output block's lines must show in
+what the commands before it printed. ``…`` in an output line stands for what a real model's
+answers, keys and folders make differ."""
 
 from __future__ import annotations
 
@@ -11,18 +12,15 @@ import os
 import re
 import shlex
 import subprocess
-import sys
+import venv
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support import ROOT
-from tests.support.children import child_env
-from tests.support.fake_upstream import Upstream
 from tests.support.sdk import OPENAI_KEY
 
 PAGE = ROOT / "docs" / "quickstart.md"
 FENCE = re.compile(r"^```(\w+)(?: title=\"([^\"]+)\")?\n(.*?)^```$", re.M | re.S)
-BIN = str(Path(sys.executable).parent)
 FILE_KINDS = ("python", "toml")
 EXITS = re.compile(r"#.*\bexits (\d+)\b")
 IMPORTS_FAULTDECK = re.compile(r"^\s*(?:import|from)\s+faultdeck\b", re.M)
@@ -71,35 +69,43 @@ def shown(expected: str, output: str) -> bool:
 
 
 class User:
-    """A shell in one folder: ``export`` and ``unset`` change its environment (a key the
-    page leaves as ``sk-...`` is a real-shaped one), ``pip install`` is what this
-    checkout's venv did already, every other line runs."""
+    """A shell in one folder, on a venv of its own: ``export`` (of one name or several) and
+    ``unset`` change its environment (a key the page leaves as ``sk-...`` is a real-shaped
+    one), ``pip install`` installs into the venv (this checkout for faultdeck), a line
+    ending in ``&`` starts in the background (its first line is what it printed), every
+    other line runs."""
 
-    def __init__(self, folder: Path, base_url: str) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.env = child_env(
-            OPENAI_BASE_URL=base_url, PATH=os.pathsep.join([BIN, os.environ["PATH"]])
-        )
-        for name in ("OPENAI_API_KEY", "CI", "COLUMNS"):
+        self.venv = folder.parent / "venv"
+        venv.create(self.venv, with_pip=True)
+        self.env = dict(os.environ)
+        self.env["PATH"] = os.pathsep.join([str(self.venv / "bin"), os.environ["PATH"]])
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CI", "COLUMNS", "PYTHONPATH"):
             self.env.pop(name, None)
-        # The dev install's other pytest plugins, which a new user's install does not have.
-        self.env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest -p no:anyio -p no:cacheprovider"
+        for name in [n for n in self.env if n.startswith(("FAULTDECK_", "PYTEST_"))]:
+            self.env.pop(name)
         self.ran: list[str] = []
+        self.background: list[subprocess.Popen[str]] = []
 
     def run(self, line: str) -> str:
         words = shlex.split(line, comments=True)
         if not words:
             return ""
         if words[0] == "export":
-            name, _, value = words[1].partition("=")
-            self.env[name] = OPENAI_KEY if value == "sk-..." else value
+            for assignment in words[1:]:
+                name, _, value = assignment.partition("=")
+                self.env[name] = OPENAI_KEY if value == "sk-..." else value
             return ""
         if words[0] == "unset":
             self.env.pop(words[1], None)
             return ""
         if words[:2] == ["pip", "install"]:
             assert "faultdeck[http]" in words, line
-            return ""
+            words = [f"{ROOT}[http]" if w == "faultdeck[http]" else w for w in words]
+            words = [str(self.venv / "bin" / "pip"), "install", "--quiet", *words[2:]]
+        if words[-1] == "&":
+            return self.start(words[:-1])
         done = subprocess.run(
             words,
             cwd=self.folder,
@@ -107,7 +113,7 @@ class User:
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=600,
             check=False,
         )
         said = EXITS.search(line)
@@ -116,33 +122,54 @@ class User:
         self.ran.append(" ".join(words[:2]))
         return done.stdout
 
+    def start(self, words: list[str]) -> str:
+        process = subprocess.Popen(
+            words, cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.background.append(process)
+        assert process.stdout is not None
+        first = process.stdout.readline()  # printed once it listens
+        assert first, process.communicate(timeout=30)
+        self.ran.append(" ".join(words[:2]))
+        return first
+
+    def stop(self) -> None:
+        for process in self.background:
+            process.terminate()
+            process.communicate(timeout=30)
+            assert process.returncode == 0
+
 
 def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
-    blocks = page_blocks()
-    with Upstream() as upstream:
-        user = User(tmp_path, f"{upstream.url}/v1")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    user = User(folder)
+    try:
         printed = ""
-        for block in blocks:
+        for block in page_blocks():
             if block.lang == "sh":
                 printed = "".join(user.run(line) for line in block.text.splitlines())
             elif block.lang == "text":
                 for line in filter(None, block.text.splitlines()):
                     assert shown(line, printed), f"{line!r} is not in:\n{printed}"
             elif block.lang == "diff" and block.title:
-                apply_diff(tmp_path / block.title, block.text)
+                apply_diff(folder / block.title, block.text)
             elif block.lang in FILE_KINDS and block.title:
-                assert not (tmp_path / block.title).exists(), f"{block.title} written twice"
-                (tmp_path / block.title).write_text(block.text, "utf-8")
+                assert not (folder / block.title).exists(), f"{block.title} written twice"
+                (folder / block.title).write_text(block.text, "utf-8")
             else:
                 raise AssertionError(f"a {block.lang} block the test cannot follow")
-        requests = upstream.requests
-    commands = ("init", "record", "replay", "rehearse", "diff")
+    finally:
+        user.stop()
+    commands = ("init", "fake", "record", "replay", "rehearse", "diff")
     assert {f"faultdeck {command}" for command in commands} <= set(user.ran)
     assert "pytest --block-network" in user.ran
     # The zero-code path: the agent the page records, replays and rehearses never imports faultdeck.
-    assert not IMPORTS_FAULTDECK.search((tmp_path / "agent.py").read_text("utf-8"))
-    # Two recordings of two calls each: replaying, testing and rehearsing sent nothing upstream.
-    assert [(r["method"], r["path"]) for r in requests] == [("POST", "/v1/chat/completions")] * 4
-    assert all(r["headers"]["authorization"] == f"Bearer {OPENAI_KEY}" for r in requests)
-    for cassette in ("base", "new"):
-        assert OPENAI_KEY not in (tmp_path / "runs" / f"{cassette}.jsonl").read_text("utf-8")
+    assert not IMPORTS_FAULTDECK.search((folder / "agent.py").read_text("utf-8"))
+    # The faultdeck that ran is the one the page's install line put in the venv.
+    where = subprocess.run(
+        [str(user.venv / "bin" / "python"), "-c", "import faultdeck; print(faultdeck.__file__)"],
+        capture_output=True, text=True, check=True, env=user.env,
+    )  # fmt: skip
+    assert str(user.venv) in where.stdout

@@ -300,12 +300,16 @@ def test_every_credential_field_is_dropped(r: Redactor) -> None:
         "proxy-authorization",
         "x-api-key",
         "api-key",
+        "x-goog-api-key",
         "cookie",
         "set-cookie",
         "openai-organization",
         "openai-project",
         "dd-api-key",
         "dd-application-key",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-amz-credential",
     } == CREDENTIAL_FIELDS
     value = {name.upper(): "v" for name in CREDENTIAL_FIELDS} | {"content-type": "json"}
     assert r.redact(value) == {"content-type": "json"}

@@ -287,3 +287,85 @@ def test_in_ci_a_missing_cassette_fails_and_is_never_recorded(
     )
     assert not (pytester.path / "cassettes").exists()
     assert not (pytester.path / "ran").exists()
+
+
+# -- bad input: one line in the test's terms ------------------------------------------------
+
+BAD_INPUT = """
+import pytest
+
+import faultdeck as fd
+
+
+@pytest.fixture
+def writer():
+    deck = fd.Deck("cassettes/held.jsonl", mode="append")
+    deck.open()  # holds the cassette's lock
+    yield
+    deck.close("ok")
+
+
+@pytest.mark.faultdeck(cassette="cassettes/bad.jsonl")
+def test_corrupt(deck):
+    pass
+
+
+@pytest.mark.faultdeck(cassette="cassettes/newer.jsonl")
+def test_newer(deck):
+    pass
+
+
+@pytest.mark.faultdeck(cassette="cassettes/held.jsonl", mode="append")
+def test_locked(writer, deck):
+    pass
+
+
+@pytest.mark.faultdeck(cassette="cassettes/held.jsonl", faults="plan.json")
+def test_plan(deck):
+    pass
+"""
+HEADER = '{"faultdeck": 1, "match": "keyed", "harness": {}, "env": {}, "volatile": []}\n'
+
+
+def test_bad_input_is_one_line_naming_the_file_and_its_line(pytester: pytest.Pytester) -> None:
+    cassettes = pytester.mkdir("cassettes")
+    (cassettes / "bad.jsonl").write_text(HEADER + "{not json\n")
+    (cassettes / "newer.jsonl").write_text(HEADER.replace('"faultdeck": 1', '"faultdeck": 99'))
+    (cassettes / "held.jsonl").write_text(HEADER + '{"end": {"calls": 0, "status": "ok"}}\n')
+    pytester.makefile(".json", plan='{"faults": [{"fault": "qouta"}]}')
+    pytester.makepyfile(test_bad=BAD_INPUT)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(errors=4)
+    out = result.stdout.str()
+    assert "During handling" not in out
+    assert "Traceback" not in out
+    assert "src/faultdeck" not in out
+    said = {
+        "test_corrupt": "cassettes/bad.jsonl:2: not JSON",
+        "test_newer": "cassettes/newer.jsonl:1: written in cassette format 99",
+        "test_locked": "cassettes/held.jsonl: another process is writing it",
+        "test_plan": "plan.json: faults[0].fault: unknown fault 'qouta'",
+    }
+    lines = result.stdout.lines
+    for test, words in said.items():
+        at = next(i for i, line in enumerate(lines) if f"ERROR at setup of {test} " in line)
+        assert lines[at + 1].startswith("faultdeck: "), lines[at : at + 3]
+        assert words in lines[at + 1]
+        assert lines[at + 2].startswith(("_", "=")), lines[at : at + 3]  # one line, then the next
+
+
+def test_a_hints_command_runs_from_the_folder_pytest_was_run_in(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\n")  # the rootdir: the folder above the tests
+    tests = pytester.mkdir("tests")
+    (tests / "test_new.py").write_text(NEW.format(mode=None))
+    monkeypatch.chdir(tests)
+    result = pytester.runpytest("test_new.py")
+    result.assert_outcomes(failed=1)
+    # The node id is tests/test_new.py::test_new; from tests/ pytest takes test_new.py.
+    result.stdout.fnmatch_lines(
+        ["faultdeck: *no such cassette; record it first with pytest test_new.py::test_new *"]
+    )
+    pytester.runpytest("test_new.py::test_new", "--faultdeck-mode=record").assert_outcomes(passed=1)
+    pytester.runpytest("test_new.py").assert_outcomes(passed=1)

@@ -6,6 +6,7 @@ Python and joined by ``address=``; each call connects to it and disconnects afte
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
@@ -118,6 +119,7 @@ def test_the_workshop_matrix_on_ray_is_the_local_one(address: str, name: str, ok
 
 
 DYING = """
+import json
 import os
 from examples.workshop.rehearsal import POLICY, good
 
@@ -283,3 +285,22 @@ def test_an_address_where_no_cluster_answers_is_a_config_error() -> None:
         port = free.getsockname()[1]
     with pytest.raises(fd.ConfigError, match=f"^no Ray cluster answers at 127.0.0.1:{port}; "):
         rehearse(f"{ENTRY}:good", GOLDEN, executor="ray", address=f"127.0.0.1:{port}")
+
+
+def test_json_stdout_holds_only_the_json_when_a_ray_worker_dies() -> None:
+    # A local Ray the command starts: the raylet says a worker died, on stderr, not stdout.
+    done = run(
+        [
+            sys.executable, "-m", "faultdeck", "rehearse", str(GOLDEN),
+            "--entrypoint", "tests.support.dying:dies_on_timeout",
+            "--executor", "ray", "--jobs", "2", "--format", "json",
+        ],
+        env=child_env(**RAY_ENV),
+        cwd=ROOT,
+        timeout=WAIT,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    matrix = json.loads(done.stdout)  # nothing but the JSON
+    died = [c for c in matrix["cells"] if c["label"] == "timeout"]
+    assert died
+    assert all(c["status"] == "raised" for c in died)

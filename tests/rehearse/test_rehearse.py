@@ -554,3 +554,14 @@ def falls_back_and_retries_quota(deck: fd.Deck, clock: fd.VirtualClock) -> list[
             raise
 
     return broken.retry_on_quota(step, OPS, fd.Policy(), clock=clock, repair=workshop.repair)
+
+
+def test_a_worker_that_dies_is_its_cells_error_and_the_rest_run() -> None:
+    matrix = rehearse("tests.support.dying:dies_on_timeout", GOLDEN, jobs=2)
+    alone = rehearse(f"{ENTRY}:good", GOLDEN)
+    died = [c for c in matrix.cells if c.label == "timeout"]
+    assert died
+    assert all(c.status == "raised" for c in died)
+    assert all("worker process running it died" in c.detail for c in died)
+    others = [(c.label, c.seq, c.status) for c in matrix.cells if c.label != "timeout"]
+    assert others == [(c.label, c.seq, c.status) for c in alone.cells if c.label != "timeout"]

@@ -68,7 +68,9 @@ def _in(pattern: str, template: str, secret: str) -> Plant:
 
 PW = rand("password", ALNUM, 16)
 HEX32 = rand("hex32", HEX, 32)
+AZURE32 = rand("azure32", HEX, 32)
 HEX40 = rand("hex40", HEX, 40)
+MISTRAL = rand("mistral", ALNUM, 32)
 SLACK_HOOK = (
     "/services/T" + rand("h1", UPPER_DIGITS, 9) + "/B" + rand("h2", UPPER_DIGITS, 11) + "/"
 ) + rand("h3", ALNUM, 24)
@@ -291,6 +293,20 @@ ROWS: dict[str, tuple[list[Plant], list[str]]] = {
             Plant("datadog_key", "datadog_app_key: " + HEX40, HEX40),
         ],
         ["DD_API_KEY=changeme", "the datadog agent"],
+    ),
+    "mistral_key/Mm": (
+        [
+            Plant("mistral_key", "MISTRAL_API_KEY=" + MISTRAL, MISTRAL),
+            _in("mistral_key", '{"mistral_api_key": "{}"}', rand("mistral2", ALNUM, 32)),
+        ],
+        ["MISTRAL_API_KEY=changeme", "mistral-large-latest"],
+    ),
+    "azure_openai_key/Aa": (
+        [
+            Plant("azure_openai_key", "AZURE_OPENAI_API_KEY=" + AZURE32, AZURE32),
+            _in("azure_openai_key", "azure_api_key: {}", rand("azure84", ALNUM, 84)),
+        ],
+        ["AZURE_OPENAI_API_KEY=changeme", "azure_openai_endpoint: https://x.openai.azure.com"],
     ),
 }
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-import traceback
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, cast
 
@@ -26,8 +26,8 @@ from .._base.errors import (
     ConfigError,
     FaultdeckWarning,
     ReplayMiss,
-    in_faultdeck,
 )
+from .._base.frames import frame_lines, own_frames
 from .._cassette.session import hash_value
 from .._keys.redact import Redactor
 from ..faults import FaultPlan
@@ -74,7 +74,7 @@ def deck_from_env(cls: type[D], env: Mapping[str, str], kwargs: dict[str, Any]) 
     said = terms.from_env(env)
     if said is not None:  # the command line runs this program: hints name its commands
         terms.use(said)
-        sys.excepthook = _misses_first(sys.excepthook)
+        sys.excepthook = _misses_first(sys.excepthook, debug=bool(env.get("FAULTDECK_DEBUG")))
     deck = built_from_env(cls, env, kwargs)
     report_path = env.get("FAULTDECK_REPORT")
 
@@ -161,25 +161,31 @@ def write_report(
 
 def _misses_first(
     shows: Callable[[type[BaseException], BaseException, TracebackType | None], Any],
+    *,
+    debug: bool = False,
 ) -> Callable[[type[BaseException], BaseException, TracebackType | None], None]:
-    """A ``sys.excepthook`` that shows a replay miss without faultdeck's own frames: the
-    program's frames (and its libraries'), then the miss, which says what diverged; and
-    leaves a faultdeck input error (``ConfigError``) to the command, which says it in one
-    line (the report carries it, ``write_report``)."""
+    """A ``sys.excepthook`` that shows a replay miss as pytest's plugin does: the miss first
+    (what diverged, after how many agreeing calls, which argument changed), then the
+    program's own frames, the SDK's, the libraries' and faultdeck's hidden (``debug``,
+    ``faultdeck --debug``: the whole traceback); and leaves a faultdeck input error
+    (``ConfigError``) to the command, which says it in one line (the report carries it,
+    ``write_report``)."""
 
     def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
         if isinstance(error, ConfigError):  # bad input: the command says it in one line
             return
-        if not isinstance(error, ReplayMiss):
+        if not isinstance(error, ReplayMiss) or debug:
             shows(kind, error, tb)
             return
-        frames = [f for f in traceback.extract_tb(tb) if not in_faultdeck(f.filename)]
-        lines = ["Traceback (most recent call last; faultdeck's own frames hidden):\n"]
-        lines += traceback.format_list(frames)
-        lines.append(f"faultdeck.ReplayMiss: {error}\n")
-        sys.stderr.write("".join(lines))
+        lines = [f"faultdeck.ReplayMiss: {error}", ""]
+        lines += frame_lines(own_frames(tb, Path.cwd()))
+        lines.append(_HIDDEN)
+        sys.stderr.write("\n".join(lines) + "\n")
 
     return hook
+
+
+_HIDDEN = "(the libraries' and faultdeck's frames are hidden; faultdeck --debug … shows them)"
 
 
 def _open_quietly(deck: _Deck, *, checked: bool) -> None:

@@ -343,4 +343,6 @@ def _html_values(c: Change) -> str:
 
 def _html_cut(cut: Cut, tag: str) -> str:
     e = html.escape
+    if not cut.middle:  # the other side inserted text here: nothing to mark on this one
+        return f"{e(cut.before)}{e(cut.after)}"
     return f"{e(cut.before)}<{tag}>{e(cut.middle)}</{tag}>{e(cut.after)}"

@@ -42,6 +42,7 @@ NON_RETRYABLE_QUOTA = frozenset(
         "enforced_spend_limit_reached",
         "contract_spend_limit_reached",
         "linked_organization_spend_limit_reached",
+        "ServiceQuotaExceededException",
     }
 )
 """Quota error codes that no wait fixes: retrying them is always wrong."""

@@ -206,6 +206,10 @@ def marked_pair(a: str, b: str, width: int = 72) -> tuple[str, str]:
 
 
 def _marked(cut: Cut, marks: tuple[str, str]) -> str:
+    """The window with its differing middle marked; nothing marked where that side has no
+    middle (the other side inserted text there)."""
+    if not cut.middle:
+        return f"{cut.before}{cut.after}"
     return f"{cut.before}{marks[0]}{cut.middle}{marks[1]}{cut.after}"
 
 

@@ -14,12 +14,17 @@ CREDENTIAL_FIELDS = frozenset(
         "proxy-authorization",
         "x-api-key",
         "api-key",
+        "x-goog-api-key",
         "cookie",
         "set-cookie",
         "openai-organization",
         "openai-project",
         "dd-api-key",
         "dd-application-key",
+        # AWS SigV4, as headers and as a presigned URL's query
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-amz-credential",
     }
 )
 """Field names (compared lower-case) whose values are credentials: dropped, never keyed."""

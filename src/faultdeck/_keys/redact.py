@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from .assignments import ASSIGNMENT_HINTS, assignment_spans, looks_random
 from .names import (
     CREDENTIAL_FIELDS,
     DROP,
@@ -36,15 +37,12 @@ from .names import (
     SECRET_FIELD_WORDS,
 )
 from .secrets import (
-    ASSIGNMENT_HINTS,
     MASK_PREFIX,
     MASK_RE,
     MIN_SECRET_LEN,
     Span,
     apply_masks,
-    assignment_spans,
     builtin_spans,
-    looks_random,
     mask,
     patterns,
     unescape_masks,

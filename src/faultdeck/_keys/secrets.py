@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
+
+from .assignments import ASSIGNMENT
+from .assignments import Span as Span
 
 MASK_PREFIX = "«redacted:sha256:"
 """How every mask starts; 8 lower-case hex digits and ``»`` follow."""
@@ -229,28 +230,26 @@ SHAPES: tuple[Shape, ...] = (
         + r"(?P<secret>[a-fA-F0-9]{32,40})(?![a-fA-F0-9])",
         "Datadog API and application keys, by their label",
     ),
+    Shape(
+        "mistral_key",
+        "Mm",
+        _after("[Mm]")
+        + r"(?i:istral)[_-]?(?i:api)[_-]?(?i:key)"
+        + _LABEL_GAP
+        + r"(?P<secret>[A-Za-z0-9]{32})(?![A-Za-z0-9])",
+        "Mistral API keys (32 letters and digits, no prefix), by their label",
+    ),
+    Shape(
+        "azure_openai_key",
+        "Aa",
+        _after("[Aa]")
+        + r"(?i:zure)[_-]?(?i:openai|ai)?[_-]?(?i:api)?[_-]?(?i:key)"
+        + _LABEL_GAP
+        + r"(?P<secret>[A-Za-z0-9]{32,88})(?![A-Za-z0-9])",
+        "Azure OpenAI keys (32 hex digits, or 84 letters and digits), by their label",
+    ),
 )
 """The built-in credential shapes, in matching priority order."""
-
-# A value labelled as a secret in free text: `client_secret=…`, `"password": "…"`,
-# `api_key: …`, as error messages and quoted bodies carry them. The label must end the word
-# before the separator, so `max_tokens: 4096` is a count, and the value must look random
-# (checked in code, with the label's exceptions and code expressions left alone).
-ASSIGNMENT = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?P<label>[A-Za-z0-9_.-]*?"
-    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|private[_-]?key|access[_-]?key"
-    r"|credential)s?)"
-    r"[\\\"'\s]{0,8}[:=][\\\"'\s]{0,8}"
-    r"(?P<secret>[A-Za-z0-9_./+=~!@#$%^&*-]{12,})"
-)
-ASSIGNMENT_HINTS = ("pass", "secret", "token", "key", "credential")
-# A value that reads as code, not as a secret: `session.headers.get(`, `settings.API_KEY`.
-_CODE_PATH = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-
-_MIN_ENTROPY_LEN = 12
-_MIN_ENTROPY_BITS = 3.0
-# Masks and other faultdeck placeholders («id:3», «ts») are ours, not the caller's entropy.
-_TOKEN_RE = re.compile(r"«[^«»]{0,64}»")
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,10 +308,6 @@ def _combined() -> tuple[re.Pattern[str], list[tuple[str, int]]]:
     return regex, by_index
 
 
-Span = tuple[str, int, int]
-"""A secret found in a text: the shape's name, its start and its end."""
-
-
 def mask(secret: str) -> str:
     """The mask that stands for ``secret`` wherever it is stored."""
     # surrogatepass: strings decoded from JSON may hold lone surrogates; hashing must not fail.
@@ -339,24 +334,6 @@ def apply_masks(text: str, spans: list[Span]) -> str:
     return "".join(pieces)
 
 
-def entropy(text: str) -> float:
-    """Shannon entropy of ``text``, in bits per character."""
-    n = len(text)
-    total = 0.0
-    for ch in set(text):
-        c = text.count(ch)
-        total += c * math.log2(c)
-    return math.log2(n) - total / n
-
-
-def looks_random(text: str) -> bool:
-    """Whether ``text`` (faultdeck's own placeholders aside) is long and random enough to be a
-    secret: at least 12 characters and 3 bits of entropy per character."""
-    if "«" in text:
-        text = _TOKEN_RE.sub("", text)
-    return len(text) >= _MIN_ENTROPY_LEN and entropy(text) >= _MIN_ENTROPY_BITS
-
-
 def builtin_spans(text: str) -> list[Span]:
     """Where the rows of ``SHAPES`` match in ``text``, in order, not overlapping."""
     spans: list[Span] = []
@@ -369,31 +346,3 @@ def builtin_spans(text: str) -> list[Span]:
         spans.append((name, start, end))
         m = search(text, m.end())
     return spans
-
-
-def assignment_spans(
-    text: str, spans: list[Span], is_plain_label: Callable[[str], bool]
-) -> list[Span]:
-    """``spans`` with the random values labelled as secrets in ``text`` added, sorted.
-
-    Args:
-        text: the text.
-        spans: what the shapes found already; an assignment inside one is not added again.
-        is_plain_label: a callable that says whether a label (``next_page_token``) names
-            something that is not a secret.
-    """
-    found: list[Span] = []
-    for m in ASSIGNMENT.finditer(text):
-        value = m.group("secret")
-        start, end = m.span("secret")
-        if any(s < end and start < e for _, s, e in spans):
-            continue
-        if is_plain_label(m.group("label")):
-            continue
-        if text[end : end + 1] in ("(", "[") or _CODE_PATH.fullmatch(value):
-            continue  # `token = session.headers.get(…)`: code, not a value
-        if looks_random(value):
-            found.append(("secret_assignment", start, end))
-    if not found:
-        return spans
-    return sorted(spans + found, key=lambda span: span[1])

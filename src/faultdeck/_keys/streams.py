@@ -12,6 +12,9 @@ import orjson
 from .secrets import Span, mask
 
 _MAX_ROUNDS = 16
+_LINE_TEXTS = (("message", "content"), ("message", "thinking"), ("response",))
+"""Where a JSON-lines stream's objects (Ollama's, which say whether they are ``done``)
+carry their pieces of text: no ``delta`` names them."""
 
 
 def mask_split_text(stream: dict[str, Any], spans: Callable[[str], list[Span]]) -> dict[str, Any]:
@@ -62,7 +65,19 @@ def _text_pieces(events: list[Any]) -> dict[tuple[Any, ...], list[_Piece]]:
         elif type(data) is dict:
             kind = data.get("type")
             _collect(data, (name, kind), False, groups)
+            if "done" in data:
+                _line_texts(data, groups)
     return groups
+
+
+def _line_texts(data: dict[str, Any], groups: dict[tuple[Any, ...], list[_Piece]]) -> None:
+    """The pieces of text of one JSON line (``_LINE_TEXTS``)."""
+    for path in _LINE_TEXTS:
+        holder: Any = data
+        for key in path[:-1]:
+            holder = holder.get(key) if type(holder) is dict else None
+        if type(holder) is dict and type(holder.get(path[-1])) is str:
+            groups.setdefault(("lines", *path), []).append((holder, path[-1], holder[path[-1]]))
 
 
 def _collect(

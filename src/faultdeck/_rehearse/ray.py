@@ -121,9 +121,13 @@ def cluster(address: str | None = None, *, cpus: int | None = None) -> Iterator[
             "(ray status on the head) or drop --address to start a local one"
         ) from exc
     try:
-        yield ray
+        # Ray's own lines (a worker that died, said by the raylet) are printed on this
+        # process's stdout, where a command's JSON goes: they go to stderr instead.
+        with contextlib.redirect_stdout(sys.stderr):
+            yield ray
     finally:
-        ray.shutdown()
+        with contextlib.redirect_stdout(sys.stderr):
+            ray.shutdown()
 
 
 def _answers(address: str) -> bool:

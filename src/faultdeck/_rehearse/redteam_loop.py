@@ -17,9 +17,9 @@ from .._judge.invariants import Violation
 from .._judge.policy import Policy
 from .command import _calls, _run, run_cell
 from .command import _record_branch as record_program_branch
-from .inprocess import _clean, _play, _run_cell
 from .inprocess import _record_branch as record_entry_branch
 from .matrix import Cell, Entrypoint, Task, difference, entry_of, judging_policy
+from .played import _clean, _play, _run_cell
 from .redteam_branches import Record
 from .redteam_space import Target, targets_of
 

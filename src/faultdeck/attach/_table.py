@@ -108,5 +108,6 @@ ADAPTERS: tuple[Adapter, ...] = (
     Adapter("urllib3", "urllib3", (1, 26), (3,), "faultdeck.attach._urllib3:route"),
     Adapter(None, "urllib.request", route="faultdeck.attach._urllib:route"),
     Adapter("aiohttp", "aiohttp", (3, 12, 2), (4,), "faultdeck.attach._aiohttp:route"),
+    Adapter("botocore", "botocore.client", (1, 31), (2,), "faultdeck.attach._botocore:route"),
 )
 """Every library routed, in the order they are patched."""

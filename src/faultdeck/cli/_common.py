@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -78,6 +79,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "extract": (
         "faultdeck.cli.extract:extract",
         "Write one recorded call alone, as a cassette or plain JSON.",
+    ),
+    "fake": (
+        "faultdeck.cli.fake:fake",
+        "Serve a scripted model on 127.0.0.1: no API key, no network.",
     ),
     "faults": (
         "faultdeck.cli.faults:faults",
@@ -194,6 +199,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     faultdeck diff runs/base.jsonl runs/new.jsonl
     """
     ctx.obj = {"debug": debug}
+    if debug:  # a program the command runs shows its whole traceback too
+        os.environ["FAULTDECK_DEBUG"] = "1"
 
 
 @contextlib.contextmanager
@@ -229,3 +236,23 @@ def check_cassette(path: str) -> Recording:
     if recording.interrupted:
         warnings.warn(interrupted_warning(path), CassetteWarning, stacklevel=2)
     return recording
+
+
+def listening(port: int, what: str = "") -> Callable[[Any], Any]:
+    """``--host`` (loopback) and ``--port`` (``port``; 0 picks a free one), for a command
+    that serves; ``what`` names what listens (``HTTP``) where the command has more."""
+    where = f"The {what} address" if what else "The address to listen on"
+
+    def add(command: Any) -> Any:
+        command = click.option(
+            "--port",
+            type=click.IntRange(0, 65535),
+            default=port,
+            show_default=True,
+            help=f"The {what + ' ' if what else ''}port; 0 picks a free one.",
+        )(command)
+        return click.option("--host", default="127.0.0.1", show_default=True, help=f"{where}.")(
+            command
+        )
+
+    return add

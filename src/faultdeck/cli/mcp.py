@@ -23,7 +23,7 @@ from .._base import terms
 from .._base.config import Mode
 from .._deck.deck import Deck
 from ..faults import FaultPlan
-from ._common import check_cassette
+from ._common import check_cassette, listening
 from .serve import base_url, bind, check_reach, clean_stop
 
 if TYPE_CHECKING:
@@ -65,14 +65,7 @@ def _serving_options(command: Any) -> Any:
             show_default=True,
             help="stdio: the host runs this command; http: streamable HTTP at /mcp.",
         ),
-        click.option("--host", default="127.0.0.1", show_default=True, help="The HTTP address."),
-        click.option(
-            "--port",
-            type=click.IntRange(0, 65535),
-            default=8766,
-            show_default=True,
-            help="The HTTP port; 0 picks a free one.",
-        ),
+        listening(8766, "HTTP"),
         click.option(
             "--token",
             envvar="FAULTDECK_TOKEN",

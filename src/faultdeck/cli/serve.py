@@ -15,6 +15,7 @@ from .._base import terms
 from .._base.config import MODES, Mode
 from ..faults import FaultPlan
 from ..server._config import MAX_BODY, SERVED_REPEATS, ServedRepeats
+from ._common import listening
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_PORT = 8765
@@ -28,14 +29,7 @@ DEFAULT_PORT = 8765
     show_default=True,
     help="The folder cassette names resolve in (DIR/NAME.jsonl).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="The port; 0 picks a free one.",
-)
+@listening(DEFAULT_PORT)
 @click.option(
     "--mode",
     type=click.Choice([m for m in MODES if m != "off"]),

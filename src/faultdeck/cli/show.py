@@ -22,6 +22,7 @@ from .._cassette.store import is_url
 from .._cassette.summary import show_json
 from .._cassette.writer import partial_path
 from .._diff.fork import Link, lineage
+from .._diff.order import run_order
 from .._rehearse.branches import listed
 from ._common import FORMAT, FORMAT_HELP, console, emit_json
 
@@ -75,17 +76,20 @@ def show(cassette: str, fmt: str) -> None:
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("seq", "kind", "name", "key", "ms", "size", "error or fault"):
         table.add_column(column, justify="right" if column in ("seq", "ms", "size") else "left")
+    places = {id(entry): place for entry, place in run_order(recording.entries)}
     for entry in recording.entries:
         table.add_row(
-            str(entry.seq),
+            places[id(entry)],
             entry.kind,
             entry.name,
             entry.key,
-            f"{entry.ms:g}",
+            f"{entry.ms:.1f}",
             f"{len(orjson.dumps(entry.value)):,} B",
             outcome_text(entry),
         )
     out.print(table)
+    if any("+" in place for place in places.values()):
+        out.print("N+k: the k-th call that a later run in append mode added after seq N")
     out.print(ending(recording, cassette), markup=False)
     if is_url(cassette):
         return  # a store holds whole cassettes only: nothing unfinished lies beside one

@@ -31,10 +31,16 @@ from http import HTTPStatus
 from typing import Any
 
 from .._base.errors import ConfigError, TransientError
+from . import _ollama_wire
 from ._anthropic_wire import MESSAGES
+from ._azure import AZURE_CHAT
+from ._bedrock_wire import CONVERSE
 from ._checks import _Invalid, shown, text
 from ._formats import Event, Wire
+from ._gemini_wire import GEMINI
+from ._mistral import MISTRAL_CHAT
 from ._openai_wire import CHAT, RESPONSES
+from ._shapes import wire_of
 
 Params = Mapping[str, Any]
 
@@ -42,12 +48,21 @@ WIRES: Mapping[str, Wire] = {
     "openai.chat.completions": CHAT,
     "openai.responses": RESPONSES,
     "anthropic.messages": MESSAGES,
+    "ollama.chat": _ollama_wire.CHAT,
+    "gemini.generate_content": GEMINI,
+    "gemini.stream_generate_content": GEMINI,
+    "azure.chat.completions": AZURE_CHAT,
+    "mistral.chat.completions": MISTRAL_CHAT,
+    "bedrock.converse": CONVERSE,
+    "bedrock.converse_stream": CONVERSE,
 }
-"""Model call name (as the HTTP boundary names it) -> its wire format."""
+"""Model call name (as the HTTP boundary names it) -> its wire format; a name not here
+speaks the format of its ``wire_of`` name (``groq.chat.completions``: OpenAI's)."""
 
 SILENT: Mapping[str, str] = {
     "openai.embeddings": "OpenAI Embeddings (vectors, no message)",
     "openai.completions": "legacy OpenAI Completions",
+    "ollama.embed": "Ollama embeddings (vectors, no message)",
 }
 """Model calls whose format shows none of the misbehaviours: each is a ``ConfigError``."""
 
@@ -60,6 +75,11 @@ REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 _MODEL = frozenset({"model"})
 
 
+def wire_named(name: str) -> Wire | None:
+    """The wire format of model call ``name``, its own or that of the wire it speaks."""
+    return WIRES.get(name) or WIRES.get(wire_of(name))
+
+
 def _wire(kind: str, name: str) -> Wire | None:
     """The wire format of call ``name`` when it can show ``kind``; ``None`` for a call
     that is no model call of a known format (left as it is).
@@ -67,12 +87,13 @@ def _wire(kind: str, name: str) -> Wire | None:
     Raises:
         ConfigError: a model call whose format cannot show it.
     """
-    wire = WIRES.get(name)
+    wire = wire_named(name)
+    silent = SILENT.get(wire_of(name))
     if wire is not None and kind in wire.shows:
         return wire
-    if wire is None and name not in SILENT:
+    if wire is None and silent is None:
         return None
-    title = wire.title if wire is not None else SILENT[name]
+    title = wire.title if wire is not None else silent
     why = wire.cannot.get(kind, "") if wire is not None else ""
     able = " or ".join(n for n, w in WIRES.items() if kind in w.shows)
     raise ConfigError(
@@ -114,7 +135,7 @@ def _stale_body(params: Params, name: str, body: Any, sent: Any) -> Any:
     form, previous = _previous(params)
     if form == "out":
         return previous
-    wire = WIRES.get(name)
+    wire = wire_named(name)
     folded = wire.fold(copy.deepcopy(previous)) if wire is not None and form == "stream" else None
     return body if folded is None else folded
 
@@ -125,7 +146,7 @@ def _stale_events(params: Params, name: str, recorded: list[Event], sent: Any) -
     form, previous = _previous(params)
     if form == "stream":
         return list(previous)
-    wire = WIRES.get(name)
+    wire = wire_named(name)
     if form != "out" or wire is None or not wire.holds(previous):
         return recorded
     return wire.unfold(copy.deepcopy(previous), recorded)

@@ -28,6 +28,7 @@ SURFACE_CALLS: Mapping[str, str] = {
     "openai.chat": "model",
     "openai.responses": "model",
     "anthropic.messages": "model",
+    "gemini": "model",
     "http": "http",
     "tool": "tool",
     "mcp": "tool",

@@ -58,7 +58,8 @@ class Judged(Protocol):
     def slow_first_token_ms(self) -> float: ...
 
 
-SURFACES = ("openai.chat", "openai.responses", "anthropic.messages", "http", "tool", "mcp")
+_SDKS = ("openai.chat", "openai.responses", "anthropic.messages", "gemini")
+SURFACES = (*_SDKS, "http", "tool", "mcp")
 """Where a program meets a fault (``FaultKind.shows``): an SDK's API, a plain HTTP client, a
 tool called in-process, an MCP client."""
 

@@ -4,27 +4,91 @@ The kinds of ``_kinds`` read these: a quota or transient fault stands in for the
 the provider's error response (OpenAI's 429 ``rate_limit_exceeded`` with ``retry-after-ms``,
 ``insufficient_quota``, Anthropic's 429 and 529), and a stream may end in the provider's
 ``event: error``. Which provider is read off the call's name (``anthropic.messages``,
-``openai.…``). A broken tool call inside a real answer is ``_tool_calls``' (how it breaks),
-``_tool_answers``' and ``_tool_streams``' (where each provider shows it).
+``openai.…``); a provider with errors of its own has them in ``OWN_SHAPES`` (Azure's,
+Mistral's), and a provider speaking another's wire names it in ``WIRE_OF``. A broken tool
+call inside a real answer is ``_tool_calls``' (how it breaks), ``_tool_answers``' and
+``_tool_streams``' (where each provider shows it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from . import _azure as azure
+from . import _bedrock as bedrock
+from . import _cohere as cohere
+from . import _gemini as gemini
+from . import _mistral as mistral
+from . import _ollama as ollama
 
 Params = Mapping[str, Any]
 """A fault's parameters, defaults filled in."""
 
+Respond = Callable[[Params, str], tuple[int, dict[str, str], Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorShapes:
+    """How a provider with errors of its own sends a quota fault, a transient one, and the
+    error a stream it gives up on ends with (``None``: OpenAI's)."""
+
+    quota: Respond
+    transient: Respond
+    error_event: Callable[[str], dict[str, Any]] | None = None
+
+
+OWN_SHAPES: Mapping[str, ErrorShapes] = {
+    "azure": ErrorShapes(azure.quota_response, azure.transient_response),
+    "mistral": ErrorShapes(mistral.quota_response, mistral.transient_response, mistral.error_event),
+    "gemini": ErrorShapes(gemini.quota_response, gemini.transient_response, gemini.error_event),
+    "ollama": ErrorShapes(ollama.quota_response, ollama.transient_response, ollama.error_event),
+    "cohere": ErrorShapes(cohere.quota_response, cohere.transient_response, cohere.error_event),
+    "bedrock": ErrorShapes(bedrock.quota_response, bedrock.transient_response, bedrock.error_event),
+}
+"""Call-name prefix -> the errors of a provider that sends its own (the rest send
+OpenAI's or Anthropic's)."""
+
+WIRE_OF: Mapping[str, str] = {
+    "azure": "openai",
+    "mistral": "openai",
+    "groq": "openai",
+    "openrouter": "openai",
+    "together": "openai",
+    "fireworks": "openai",
+    "deepseek": "openai",
+}
+"""Call-name prefix -> the provider whose wire format its model calls speak."""
+
+
+def wire_of(name: str) -> str:
+    """The call name of the same API in the wire format ``name``'s calls speak:
+    ``azure.chat.completions`` -> ``openai.chat.completions``; ``name`` itself otherwise."""
+    provider, dot, api = name.partition(".")
+    wire = WIRE_OF.get(provider)
+    return f"{wire}.{api}" if dot and wire is not None else name
+
+
+def _own(name: str) -> ErrorShapes | None:
+    return OWN_SHAPES.get(name.partition(".")[0])
+
 
 def provider_of(name: str) -> str:
-    """``openai`` or ``anthropic`` (the shape of the errors to send)."""
+    """The provider whose errors a call named ``name`` gets: its name's prefix when it has
+    errors of its own (``OWN_SHAPES``), else ``anthropic`` or ``openai``."""
+    prefix = name.partition(".")[0]
+    if prefix in OWN_SHAPES:
+        return prefix
     return "anthropic" if name.startswith("anthropic") else "openai"
 
 
 def quota_response(params: Params, name: str) -> tuple[int, dict[str, str], Any]:
     """The provider's 429 for a quota fault: with or without Retry-After, or a quota that
     no wait refills (``insufficient_quota``)."""
+    own = _own(name)
+    if own is not None:
+        return own.quota(params, name)
     provider = provider_of(name)
     headers = {"content-type": "application/json"}
     retry_after = params.get("retry_after")
@@ -62,6 +126,9 @@ def quota_response(params: Params, name: str) -> tuple[int, dict[str, str], Any]
 
 def transient_response(params: Params, name: str) -> tuple[int, dict[str, str], Any]:
     """The provider's 5xx (or Anthropic's 529 ``overloaded_error``) for a transient fault."""
+    own = _own(name)
+    if own is not None:
+        return own.transient(params, name)
     provider = provider_of(name)
     headers = {"content-type": "application/json"}
     status = int(params.get("status", 503))
@@ -79,6 +146,9 @@ def transient_response(params: Params, name: str) -> tuple[int, dict[str, str], 
 
 def error_event(name: str) -> dict[str, Any]:
     """The mid-stream error event a provider sends when it gives up after starting."""
+    own = _own(name)
+    if own is not None and own.error_event is not None:
+        return own.error_event(name)
     if provider_of(name) == "anthropic":
         return {
             "event": "error",

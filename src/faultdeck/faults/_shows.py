@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ._gemini import WORDS as GEMINI
+
 _MCP_ERROR = "MCPError (-32603) carrying the fault's message"
 _CLOSED = (
     "MCPError CONNECTION_CLOSED (-32000) here and at every later request of the session; "
@@ -188,6 +190,11 @@ SHOWS: Mapping[str, Mapping[str, str]] = {
     },
 }
 """Each kind's surfaces, by kind name: what a program there sees."""
+# A provider's words are kept with its shapes, one surface each.
+SHOWS = {
+    kind: {**words, "gemini": GEMINI[kind]} if kind in GEMINI else words
+    for kind, words in SHOWS.items()
+}
 
 PARAMS: Mapping[str, Mapping[str, str]] = {
     "quota": {

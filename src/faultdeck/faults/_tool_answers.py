@@ -19,7 +19,11 @@ from typing import Any
 
 import orjson
 
-from ._tool_calls import Breaker, Broken, ToolCall, Tools, fitting
+from . import _ollama_wire
+from ._bedrock_wire import break_converse
+from ._gemini_wire import write_call
+from ._shapes import wire_of
+from ._tool_calls import Breaker, Broken, ToolCall, Tools, tool_input
 
 Writer = Callable[[dict[str, Any], Breaker, Tools], bool]
 """Breaks the first tool call of an answer in place; ``False`` when it holds none."""
@@ -85,17 +89,6 @@ def _responses(body: dict[str, Any], breaker: Breaker, tools: Tools) -> bool:
     return False
 
 
-def tool_input(broken: Broken, arguments: str) -> Any:
-    """What an Anthropic ``input`` holds of ``broken``'s arguments (``arguments`` are the
-    call's own, before it broke)."""
-    if broken.stopped:
-        return fitting(arguments, len(broken.call.arguments))
-    try:
-        return orjson.loads(broken.call.arguments)
-    except orjson.JSONDecodeError:
-        return broken.call.arguments  # not JSON: the shape shows it as its text
-
-
 def _messages(body: dict[str, Any], breaker: Breaker, tools: Tools) -> bool:
     content = body.get("content")
     if not isinstance(content, list):
@@ -121,6 +114,9 @@ WRITERS: Mapping[str, Writer] = {
     "openai.chat.completions": _chat,
     "openai.responses": _responses,
     "anthropic.messages": _messages,
+    "ollama.chat": _ollama_wire.break_answer,
+    "gemini.generate_content": write_call,
+    "bedrock.converse": break_converse,
 }
 """The writer of each call name whose answers carry tool calls."""
 
@@ -129,7 +125,7 @@ def break_answer(name: str, body: Any, request: Any, breaker: Breaker) -> Any:
     """A copy of the answer ``body`` of the call ``name`` whose first tool call ``breaker``
     breaks, reading the tools from ``request`` (the JSON body the call sent); ``body``
     itself when it holds no tool call."""
-    write = WRITERS.get(name)
+    write = WRITERS.get(name) or WRITERS.get(wire_of(name))
     if write is None or not isinstance(body, dict):
         return body
     changed = copy.deepcopy(body)

@@ -58,13 +58,26 @@ class Tools:
     def __init__(self, request: Any) -> None:
         self.schemas: dict[str, Mapping[str, Any]] = {}
         tools = request.get("tools") if isinstance(request, Mapping) else None
+        config = request.get("toolConfig") if isinstance(request, Mapping) else None
+        if tools is None and isinstance(config, Mapping):  # Bedrock Converse
+            tools = config.get("tools")
         for tool in tools if isinstance(tools, list) else ():
             if not isinstance(tool, Mapping):
                 continue
-            # Chat Completions nests the function; Responses and Anthropic do not.
-            function = tool.get("function")
+            declared = tool.get("functionDeclarations")  # Gemini: many functions to a tool
+            if isinstance(declared, list):
+                for one in declared:
+                    if isinstance(one, Mapping) and isinstance(one.get("name"), str):
+                        schema = one.get("parametersJsonSchema") or _lowered(one.get("parameters"))
+                        self.schemas[one["name"]] = schema if isinstance(schema, Mapping) else {}
+                continue
+            # Chat Completions nests the function, Bedrock the toolSpec; Responses and
+            # Anthropic do not.
+            function = tool.get("function", tool.get("toolSpec"))
             spec: Mapping[str, Any] = function if isinstance(function, Mapping) else tool
             schema = spec.get("parameters", spec.get("input_schema"))
+            if schema is None and isinstance(spec.get("inputSchema"), Mapping):
+                schema = spec["inputSchema"].get("json")
             if isinstance(spec.get("name"), str):
                 self.schemas[spec["name"]] = schema if isinstance(schema, Mapping) else {}
 
@@ -78,6 +91,29 @@ class Tools:
         while name in self.schemas:
             name += "_"
         return name
+
+
+def tool_input(broken: Broken, arguments: str) -> Any:
+    """What an object-shaped arguments field (Anthropic's ``input``, Gemini's ``args``)
+    holds of ``broken``'s arguments (``arguments`` are the call's own, before it broke)."""
+    if broken.stopped:
+        return fitting(arguments, len(broken.call.arguments))
+    try:
+        return orjson.loads(broken.call.arguments)
+    except orjson.JSONDecodeError:
+        return broken.call.arguments  # not JSON: the shape shows it as its text
+
+
+def _lowered(schema: Any) -> Any:
+    """A Gemini schema (OpenAPI's, its types upper-case: ``STRING``) as JSON Schema's."""
+    if isinstance(schema, Mapping):
+        return {
+            key: value.lower() if key == "type" and isinstance(value, str) else _lowered(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_lowered(item) for item in schema]
+    return schema
 
 
 Breaker = Callable[[ToolCall, Tools], Broken]

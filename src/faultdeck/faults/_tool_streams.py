@@ -25,6 +25,10 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from . import _ollama_wire
+from ._bedrock_wire import break_converse_stream
+from ._gemini_wire import rewrite_stream
+from ._shapes import wire_of
 from ._tool_answers import WRITERS, function_item, write_item
 from ._tool_calls import Breaker, Broken, ToolCall, Tools, pieces
 
@@ -260,6 +264,9 @@ REWRITERS: Mapping[str, Rewriter] = {
     "openai.chat.completions": _chat,
     "openai.responses": _responses,
     "anthropic.messages": _messages,
+    "ollama.chat": _ollama_wire.break_events,
+    "gemini.stream_generate_content": rewrite_stream,
+    "bedrock.converse_stream": break_converse_stream,
 }
 """The rewriter of each call name whose streams carry tool calls."""
 
@@ -268,7 +275,7 @@ def break_events(name: str, events: Events, request: Any, breaker: Breaker) -> E
     """A copy of the stream ``events`` of the call ``name`` whose first tool call
     ``breaker`` breaks, reading the tools from ``request`` (the JSON body the call sent);
     ``events`` themselves when they hold no tool call."""
-    rewrite = REWRITERS.get(name)
+    rewrite = REWRITERS.get(name) or REWRITERS.get(wire_of(name))
     if rewrite is None:
         return events
     changed = rewrite(copy.deepcopy(events), breaker, Tools(request))

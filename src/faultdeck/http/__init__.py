@@ -5,8 +5,12 @@ rehearse at the wire.
     client = openai.OpenAI(
         http_client=httpx2.Client(transport=fd.http.Transport(deck, httpx=httpx2))
     )
+
+A botocore (boto3) client, whose requests do not go through httpx, is routed by its own
+seam: ``fd.http.attach_botocore(client, deck)``.
 """
 
+from ._botocore import attach_botocore
 from ._transport import AsyncTransport, Transport
 
-__all__ = ["AsyncTransport", "Transport"]
+__all__ = ["AsyncTransport", "Transport", "attach_botocore"]

@@ -28,7 +28,8 @@ from ..faults._answers import PREVIOUS
 from ._bodies import encode, request_body
 from ._chunks import chunk_types, replayed_chunks
 from ._live import Live, Owner, Step
-from ._shapes import classify, name_of, request_args
+from ._providers import host_of
+from ._shapes import classify, name_of, query_pairs, request_args
 from ._streams import stream_types
 
 # Faults this boundary shapes into the real answer instead of raising in its place.
@@ -45,10 +46,17 @@ class Exchange(Live):
         url, method = request.url, request.method
         path = url.path  # decoded anew at each read
         # Pairs hide their names from the field rules, so the query is redacted by name here.
-        query = owner.deck.redactor.redact_pairs(url.params.multi_items()) if url.query else []
+        query = query_pairs(url.params.multi_items(), owner.deck.redactor) if url.query else []
         # The request but for its body: its method, path, query and the headers kept.
         self.head = request_args(method, path, query, request.headers, owner.keep)
-        self.kind, self.name = name_of(method, self.head["path"])  # (a password masked)
+        headers = request.headers
+        # (a password masked in the path; the host as sent, which a proxy may have set)
+        self.kind, self.name = name_of(
+            method,
+            self.head["path"],
+            host=host_of(headers.get("host"), url.host),
+            agent=headers.get("user-agent"),
+        )
         self.body = body
         self.ordinal = 0
 
@@ -274,4 +282,8 @@ class Exchange(Live):
 
 
 def _streams(request: Any) -> bool:
-    return "text/event-stream" in request.headers.get("accept", "")
+    """Whether a request asks for a stream: by its ``accept``, or by Google's ``alt=sse``
+    (google-genai sends no ``accept``)."""
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return True
+    return bool(request.url.query) and request.url.params.get("alt") == "sse"

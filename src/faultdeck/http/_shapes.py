@@ -27,9 +27,27 @@ from typing import Any
 from .._base.errors import ConfigError
 from .._keys.redact import DROP, PLAIN, SECRET, Redactor
 from .._keys.secrets import MASK_RE, mask
+from ..faults._gemini import retry_delay, status_name
+from ._providers import route_of
 
+# Query parameters that carry a credential whatever the redactor thinks of the word:
+# Google's APIs take the API key as ``?key=``.
+QUERY_CREDENTIALS = frozenset({"key"})
 # Request headers that change what a provider answers.
-KEEP_REQUEST_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
+KEEP_REQUEST_HEADERS = frozenset(
+    {
+        "anthropic-version",
+        "anthropic-beta",
+        "openai-beta",
+        # Bedrock's invoke_model takes these options as headers
+        "x-amzn-bedrock-accept",
+        "x-amzn-bedrock-trace",
+        "x-amzn-bedrock-guardrailidentifier",
+        "x-amzn-bedrock-guardrailversion",
+        "x-amzn-bedrock-performanceconfig-latency",
+        "x-amzn-bedrock-service-tier",
+    }
+)
 # Response headers never recorded: hop-by-hop ones, which describe one connection, and
 # ``date``, which changes each time; ``content-length`` is made again from the body replayed
 # (``stored_headers`` keeps one that does not describe the body, as a HEAD answer's).
@@ -51,21 +69,46 @@ _SESSION_COOKIE = re.compile(r"sess|sid|csrf|xsrf|remember|login|auth|token", re
 _AUTHENTICATE = frozenset({"www-authenticate", "proxy-authenticate"})
 _MIN_PASSWORD = 6
 ENDPOINTS = (
+    ("/api/chat", "ollama.chat"),
+    ("/api/generate", "ollama.generate"),
+    ("/api/embed", "ollama.embed"),
+    ("/api/embeddings", "ollama.embed"),
+    ("/v2/chat", "cohere.chat"),
+    ("/v2/embed", "cohere.embed"),
     ("/chat/completions", "openai.chat.completions"),
     ("/responses", "openai.responses"),
     ("/embeddings", "openai.embeddings"),
     ("/completions", "openai.completions"),
     ("/messages", "anthropic.messages"),
+    (":generateContent", "gemini.generate_content"),
+    (":streamGenerateContent", "gemini.stream_generate_content"),
 )
 
 
-def name_of(method: str, path: str) -> tuple[str, str]:
-    """The boundary kind and name of a request."""
+def name_of(
+    method: str, path: str, *, host: str | None = None, agent: str | None = None
+) -> tuple[str, str]:
+    """The boundary kind and name of a request: a provider's route first (``_providers``:
+    by path, ``host`` and the ``user-agent`` ``agent``), then ``ENDPOINTS``."""
+    routed = route_of(method, path, host, agent)
+    if routed is not None:
+        return "model", routed
     if method == "POST":
         for suffix, name in ENDPOINTS:
             if path.endswith(suffix):
                 return "model", name
     return "http", f"{method} {path}"
+
+
+def query_pairs(pairs: Sequence[Sequence[str]], redactor: Redactor) -> list[list[str]]:
+    """A URL's query as recorded: redacted by name, a ``QUERY_CREDENTIALS`` value masked
+    whole."""
+    return redactor.redact_pairs(
+        [
+            (name, mask(value) if name in QUERY_CREDENTIALS and value else value)
+            for name, value in pairs
+        ]
+    )
 
 
 def request_args(
@@ -222,7 +265,14 @@ def classify(
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         value = error.get("code") or error.get("type")
+        code = value if isinstance(value, str) else status_name(body)
+        if retry_after is None:
+            retry_after = retry_delay(body)  # Google's RetryInfo
+    elif isinstance(body, dict) and body.get("object") == "error":  # Mistral's, unwrapped
+        value = body.get("type")
         code = value if isinstance(value, str) else None
+    if code is None and isinstance(headers.get("x-amzn-errortype"), str):  # AWS: Code:namespace
+        code = headers["x-amzn-errortype"].partition(":")[0] or None
     name = "RateLimitError" if status == 429 else "APIStatusError"
     return name, retry_after, code
 

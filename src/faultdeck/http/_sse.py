@@ -57,11 +57,12 @@ def parse_block(block: str) -> dict[str, Any] | None:
     event: dict[str, Any] = {}
     if name is not None:
         event["event"] = name
-    event["data"] = _parsed(text)
+    event["data"] = parsed(text)
     return event
 
 
-def _parsed(text: str) -> Any:
+def parsed(text: str) -> Any:
+    """An event's data: the JSON object or list it holds, else its text."""
     if text[:1] in ("{", "["):
         try:
             return orjson.loads(text)

@@ -3,6 +3,8 @@ timing, or teed from the network into the cassette as the client reads them.
 
 How a fault breaks a stream off is its kind's ``stream_break`` (``faultdeck.faults``): cut
 after some events, an ``event: error`` from the provider, or an event that does not parse.
+A stream is server-sent events, or (a model call answered ``application/x-ndjson``, as
+Ollama's are) JSON lines, each line an event (``_ndjson``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,24 @@ from .._deck.call import Call
 from .._keys.redact import Redactor
 from ..faults import StreamBreak
 from ..faults._shapes import error_event
+from . import _eventstream
+from ._ndjson import MALFORMED, NDJSONParser, is_ndjson
+from ._ndjson import encode as encode_line
 from ._order import Order
 from ._shapes import stored_headers
 from ._sse import SSEParser, encode
+
+STREAM_TYPES = ("text/event-stream", _eventstream.CONTENT_TYPE)
+"""The content types of a response recorded as events: server-sent events, and AWS's
+binary event stream (each message an event)."""
+
+
+def is_stream(content_type: str, kind: str) -> bool:
+    """Whether a response is recorded as a stream of events: server-sent events, AWS's event
+    stream, or a model call's JSON lines (another call's are a body, kept byte for byte)."""
+    if any(framed in content_type for framed in STREAM_TYPES):
+        return True
+    return kind == "model" and is_ndjson(content_type)
 
 
 class Events:
@@ -76,7 +93,17 @@ class Events:
         shape = fault.spec.stream_break if fault is not None else None
         self.brk: StreamBreak | None = shape(fault.values) if fault is not None and shape else None
         self.extra = call.delay
-        self.parser = SSEParser()
+        # How the events are framed on the wire: SSE, AWS's binary messages, or JSON lines.
+        content_type = headers.get("content-type") or ""
+        self.parser: SSEParser | NDJSONParser | _eventstream.EventStreamParser
+        if _eventstream.CONTENT_TYPE in content_type:
+            self.parser = _eventstream.EventStreamParser(strict=False)
+            self.encode, self.malformed = _eventstream.encode, _eventstream.malformed()
+        elif is_ndjson(content_type):
+            self.parser, self.encode, self.malformed = NDJSONParser(), encode_line, MALFORMED
+        else:
+            self.parser, self.encode = SSEParser(), encode
+            self.malformed = b"data: {this is not json\n\n"
         self.steps = self.replay()
 
     def wait_for(self, index: int, event: dict[str, Any]) -> float:
@@ -94,10 +121,10 @@ class Events:
         if brk is None or index != brk.after:
             return None
         if brk.how == "malformed":
-            return b"data: {this is not json\n\n"
+            return self.malformed
         if brk.how == "error_event":
             self.finish(error=None, partial=index > 0, cut=True)
-            return encode(error_event(self.name))
+            return self.encode(error_event(self.name))
         exc: Exception = self.httpx.RemoteProtocolError(
             "peer closed connection without sending complete message body"
         )
@@ -117,7 +144,7 @@ class Events:
                 if self.brk is not None and self.brk.how != "malformed":
                     return
                 wait = 0.0
-            yield wait, encode(event)
+            yield wait, self.encode(event)
         error = self.recorded_error()
         self.finish(error=error, partial=bool(self.replayed) and error is not None)
         if error is not None:

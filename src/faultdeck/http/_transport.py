@@ -23,7 +23,9 @@ from .._base.context import THROUGH_DECK
 from .._deck.deck import Deck
 from ._exchange import Exchange
 from ._order import Order
+from ._providers import host_of
 from ._shapes import KEEP_REQUEST_HEADERS, header_names, name_of
+from ._streams import is_stream
 
 if TYPE_CHECKING:
     # To a type checker each transport is the transport type of both httpx and httpx2, so
@@ -153,7 +155,9 @@ class _Base:
         if retries <= 0:
             return
         method, _, rest = identity.partition(" ")
-        name = name_of(method, self.httpx.URL(rest.rpartition(" ")[0]).path)[1]
+        url = self.httpx.URL(rest.rpartition(" ")[0])
+        host = host_of(headers.get("host"), url.host)
+        name = name_of(method, url.path, host=host, agent=headers.get("user-agent"))[1]
         names = {name, self.deck.redactor.redact_text(name)}
         failures = [c for c in self.deck.calls if c.error is not None and c.name in names]
         retry_after = failures[-1].retry_after if failures else None
@@ -175,7 +179,8 @@ class Transport(_Base, _SyncBases):
             (its TLS context and connection pool): made when a call first goes live (replay
             opens no socket), and left open when this transport closes.
         keep_headers: request headers to keep in args (so in the key) besides
-            ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``; any case.
+            ``anthropic-version``, ``anthropic-beta``, ``openai-beta`` and Bedrock's
+            ``x-amzn-bedrock-*`` options; any case.
         stream_timing: replay streams with their recorded timing on a system clock too
             (on a ``VirtualClock`` they always have it; ``latency="recorded"`` implies it).
     """
@@ -197,7 +202,7 @@ class Transport(_Base, _SyncBases):
             raise
         finally:
             THROUGH_DECK.reset(through)
-        if _is_stream(response):
+        if is_stream(response.headers.get("content-type", ""), exchange.kind):
             return exchange.live_stream(step, response)
         if not exchange.rewrites(step):
             return exchange.live_body(step, response)
@@ -239,7 +244,7 @@ class AsyncTransport(_Base, _AsyncBases):
             raise
         finally:
             THROUGH_DECK.reset(through)
-        if _is_stream(response):
+        if is_stream(response.headers.get("content-type", ""), exchange.kind):
             return exchange.live_stream(step, response)
         if not exchange.rewrites(step):
             return exchange.live_body(step, response)
@@ -257,7 +262,3 @@ class AsyncTransport(_Base, _AsyncBases):
 
     async def __aexit__(self, *args: object) -> None:
         await self.aclose()
-
-
-def _is_stream(response: Any) -> bool:
-    return "text/event-stream" in response.headers.get("content-type", "")

@@ -7,20 +7,17 @@ test, and so does a cassette older than ``[tool.faultdeck] max_age``, which othe
 ``@pytest.mark.faultdeck(cassette=…, faults=…, match=…, mode=…, intercept=…)``
 (``intercept=True``, or ``[tool.faultdeck] intercept = true``: the HTTP clients the test's
 code makes go through its deck, with no client wiring). Fixtures: ``deck``,
-``faultdeck_config`` (a dict to override), ``virtual_clock``. A marker's faults on a
-cassette the test names run on the test's branch where they lead off its path
-(``_branch.py``).
+``faultdeck_config`` (a dict to override), ``virtual_clock``. A marker's faults on a named
+cassette run on the test's branch where they lead off its path (``_branch.py``).
 
-Which setting wins is decided in one place, ``resolve``: the command line, then the marker,
-then ``faultdeck_config``, then the defaults. With ``CI`` set a miss never records: modes that
-would record a miss replay instead.
+Which setting wins is decided in one place, ``resolve``: the command line, the marker,
+``faultdeck_config``, the defaults; with ``CI`` set a miss never records.
 
-While a test's deck is open, faultdeck's hints speak pytest: a miss, a missing cassette or an
-interrupted recording names the command that records that one test
-(``pytest 'tests/test_agent.py::test_two' --faultdeck-mode=record``). A test whose cassette
-does not exist yet fails saying so; a miss fails with the miss first and the test's own
-frames after it, faultdeck's and the SDKs' hidden (``--tb=long`` or ``--fulltrace`` shows
-them).
+While a test's deck is open, hints speak pytest from the folder it ran in: a miss, a missing
+cassette or an interrupted recording names the command that records that one test
+(``pytest 'tests/test_agent.py::test_two' --faultdeck-mode=record``); a miss shows first,
+the test's own frames after it (``--tb=long`` or ``--fulltrace`` shows all); bad input (a
+corrupt, newer or locked cassette, a bad plan) is one line.
 """
 
 from __future__ import annotations
@@ -39,20 +36,22 @@ import pytest
 from .._base import terms
 from .._base.clock import SystemClock, VirtualClock
 from .._base.config import MODES, Settings, load_settings
-from .._base.errors import (
-    CassetteCorrupt,
-    CassetteNotFound,
-    ConfigError,
-    ReplayMiss,
-    StaleCassette,
-)
+from .._base.errors import CassetteError, CassetteNotFound, ConfigError, ReplayMiss, StaleCassette
 from .._base.words import plural
 from .._deck.deck import Deck
 from ._branch import branches, off_path, on_branch, tidy
 from ._max_age import stale_message
 from ._miss import MissReport, miss_report
 from ._network import NetworkBlocked, blocking
-from ._settings import KEYS, Resolved, cassette_name, default_cassette, rerecord_command, resolve
+from ._settings import (
+    KEYS,
+    Resolved,
+    cassette_name,
+    default_cassette,
+    rerecord_command,
+    resolve,
+    run_id,
+)
 from ._summary import SUMMARY_KEY, Gather, Off, is_worker
 
 __all__ = [
@@ -232,7 +231,7 @@ def _show_miss(item: pytest.Item, report: pytest.TestReport, miss: BaseException
     resolved = item.stash.get(RESOLVED_KEY, None)
     if resolved is None:
         return  # a deck of the test's own: the plugin's options do not re-record it
-    record = terms.pytest_run(item.nodeid, ci=resolved.ci).record
+    record = terms.pytest_run(run_id(item), ci=resolved.ci).record
     if item.stash.get(BRANCHING_KEY, False):
         report.sections.append(("faultdeck", off_path(resolved.cassette, record)))
     elif record not in str(miss):
@@ -246,7 +245,7 @@ def _fail_unused(item: pytest.Item, report: pytest.TestReport, deck: Deck) -> No
     listed = "\n".join(
         f"  seq {u.seq} {u.kind} {u.name} ({u.key}), {deck.path}:{u.line}" for u in unused
     )
-    record = terms.pytest_run(item.nodeid, ci=item.stash[RESOLVED_KEY].ci).record
+    record = terms.pytest_run(run_id(item), ci=item.stash[RESOLVED_KEY].ci).record
     report.outcome = "failed"
     report.longrepr = (
         f"--faultdeck-strict: {plural(len(unused), 'recorded call')} never asked for:\n"
@@ -336,8 +335,8 @@ def _intercepting(deck: Deck, on: bool) -> contextlib.AbstractContextManager[Any
 
 
 def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
-    test_path = item.path
-    test_dir = test_path.parent
+    test_path, test_dir = item.path, item.path.parent
+    refused = None  # bad input's one line, failed outside the handler: no chained traceback
     try:
         settings = _settings(item.config, test_dir)
         default = default_cassette(test_path, item.nodeid, settings)
@@ -352,20 +351,22 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
         )
         cassette, branch = on_branch(resolved, item.name, default)
         item.stash[BRANCHING_KEY] = branches(resolved, default)
+        test_terms = terms.pytest_run(run_id(item), ci=resolved.ci)
+        _check_age(item, resolved, settings, test_terms.record)
+        deck = Deck(
+            cassette,
+            mode=branch.pop("mode", resolved.mode),
+            match=resolved.match,
+            faults=resolved.faults,
+            clock=clock if resolved.clock == "virtual" else SystemClock(),
+            allow_side_effects=resolved.allow_side_effects,
+            settings=settings,
+            **branch,
+        )
     except ConfigError as exc:
-        pytest.fail(f"faultdeck: {exc}", pytrace=False)
-    test_terms = terms.pytest_run(item.nodeid, ci=resolved.ci)
-    _check_age(item, resolved, settings, test_terms.record)
-    deck = Deck(
-        cassette,
-        mode=branch.pop("mode", resolved.mode),
-        match=resolved.match,
-        faults=resolved.faults,
-        clock=clock if resolved.clock == "virtual" else SystemClock(),
-        allow_side_effects=resolved.allow_side_effects,
-        settings=settings,
-        **branch,
-    )
+        refused = str(exc)
+    if refused is not None:
+        pytest.fail(f"faultdeck: {refused}", pytrace=False)
     item.stash[DECK_KEY] = deck
     item.stash[RESOLVED_KEY] = resolved
     # From set-up to teardown (a miss is raised in the call, the deck closes after it).
@@ -377,8 +378,10 @@ def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Ite
                 item.stash[MISSING_KEY] = exc  # the call fails with it: see pytest_runtest_call
                 yield deck
                 return
-            except CassetteCorrupt as exc:  # bad input: its one line, not a traceback
-                pytest.fail(f"faultdeck: {exc}", pytrace=False)
+            except CassetteError as exc:  # corrupt, newer, locked: its one line, no traceback
+                refused = str(exc).splitlines()[0]
+            if refused is not None:
+                pytest.fail(f"faultdeck: {refused}", pytrace=False)
             try:
                 with _intercepting(deck, resolved.intercept):
                     yield deck

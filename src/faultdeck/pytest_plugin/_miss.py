@@ -13,28 +13,11 @@ XML). pytest-xdist would carry it from a worker to the controller as that text, 
 
 from __future__ import annotations
 
-import functools
-import linecache
-import os
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import Any, Protocol
 
-_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-
-
-@functools.cache
-def _libraries() -> tuple[str, ...]:
-    """The folders Python's and the installed libraries' modules are in (asked once, when
-    a miss is first shown)."""
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    folders = (paths.get(name) for name in ("stdlib", "platstdlib", "purelib", "platlib"))
-    return tuple(sorted({str(Path(folder).resolve()) + os.sep for folder in folders if folder}))
-
+from .._base.frames import Frame, frame_lines, own_frames
 
 HIDDEN = "(faultdeck's and the libraries' frames are hidden; --tb=long or --fulltrace shows them)"
 
@@ -44,23 +27,6 @@ class Writer(Protocol):
 
     def line(self, s: str = "", **markup: bool) -> None:
         """Write ``s`` and a new line, in ``markup`` (``red=True``, ``bold=True``…)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """One of the test's frames: where it was when the miss was raised.
-
-    Attributes:
-        path: the file, relative to where pytest was run when it is below it.
-        lineno: the 1-based line.
-        name: the function.
-        line: the source line, stripped (empty when the source is not available).
-    """
-
-    path: str
-    lineno: int
-    name: str
-    line: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +67,7 @@ class MissReport:
         if not self.frames:
             return out
         out.append("")
-        for frame in self.frames:
-            out.append(f"{frame.path}:{frame.lineno}: in {frame.name}")
-            if frame.line:
-                out.append(f"    {frame.line}")
+        out += frame_lines(self.frames)
         out.append(HIDDEN)
         return out
 
@@ -152,34 +115,3 @@ def miss_report(exc: BaseException, invoked_in: Path, *, frames: bool) -> MissRe
     deepest = own[-1]
     crash = Crash(deepest.path, deepest.lineno, message.splitlines()[0])
     return MissReport(message, own if frames else (), crash)
-
-
-def own_frames(tb: TracebackType | None, invoked_in: Path) -> tuple[Frame, ...]:
-    """The frames of ``tb`` that are neither faultdeck's nor an installed library's (pytest,
-    the SDKs, httpx, the standard library), and not hidden with ``__tracebackhide__``."""
-    frames = []
-    for frame, lineno in traceback.walk_tb(tb):
-        path = frame.f_code.co_filename
-        if _library(path) or _hides(frame):
-            continue
-        line = linecache.getline(path, lineno).strip()
-        frames.append(Frame(_shown(path, invoked_in), lineno, frame.f_code.co_name, line))
-    return tuple(frames)
-
-
-def _library(path: str) -> bool:
-    if path.startswith("<frozen "):
-        return True
-    real = os.path.realpath(path)
-    return real.startswith((_PACKAGE, *_libraries()))
-
-
-def _hides(frame: FrameType) -> bool:
-    return bool(frame.f_locals.get("__tracebackhide__", frame.f_globals.get("__tracebackhide__")))
-
-
-def _shown(path: str, invoked_in: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(invoked_in.resolve()))
-    except ValueError:
-        return path

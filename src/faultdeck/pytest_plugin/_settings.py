@@ -165,3 +165,15 @@ def default_cassette(test_path: Path, nodeid: str, settings: Settings) -> Path:
 def rerecord_command(nodeid: str) -> str:
     """The exact command that re-records one test."""
     return terms.pytest_run(nodeid, ci=False).record
+
+
+def run_id(item: Any) -> str:
+    """The test's id as a hint's command gives it to pytest from the folder pytest was run
+    in (a node id is relative to the rootdir, which may be another folder)."""
+    nodeid: str = item.nodeid
+    path, sep, rest = nodeid.partition("::")
+    here = item.config.invocation_params.dir
+    if not path or here == item.config.rootpath:
+        return nodeid
+    shown: str = os.path.relpath(item.config.rootpath / path, here)
+    return shown.replace(os.sep, "/") + sep + rest

@@ -1,0 +1,141 @@
+"""The model misbehaving inside a valid Ollama chat answer, streamed and not: what the
+``ollama`` SDK hands a program under each fault of the catalogue Ollama's format shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import ollama
+import pytest
+
+import faultdeck as fd
+from faultdeck import faults
+from faultdeck.http import Transport
+from tests.support.fake_ollama import OLLAMA_TOOLS, create_app
+from tests.support.fake_upstream import Upstream
+
+DEAD = "http://127.0.0.1:9"
+ASK: list[dict[str, Any]] = [{"role": "user", "content": "What is the weather?"}]
+STREAMED = pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+
+
+def client(deck: fd.Deck, url: str) -> ollama.Client:
+    return ollama.Client(host=url, transport=Transport(deck, httpx=httpx))
+
+
+def ask(c: ollama.Client, streamed: bool) -> dict[str, Any]:
+    """The answer as a program sees it: a whole one, or a stream's lines gathered."""
+    if not streamed:
+        reply = c.chat(model="llama-x", messages=ASK, tools=OLLAMA_TOOLS, stream=False)
+        return {
+            "content": reply.message.content or "",
+            "thinking": reply.message.thinking,
+            "calls": [dict(call.function.arguments) for call in reply.message.tool_calls or ()],
+            "names": [call.function.name for call in reply.message.tool_calls or ()],
+            "reason": reply.done_reason,
+        }
+    content, thinking, calls, names, reason = "", "", [], [], None
+    for part in c.chat(model="llama-x", messages=ASK, tools=OLLAMA_TOOLS, stream=True):
+        content += part.message.content or ""
+        thinking += part.message.thinking or ""
+        calls += [dict(call.function.arguments) for call in part.message.tool_calls or ()]
+        names += [call.function.name for call in part.message.tool_calls or ()]
+        reason = part.done_reason if part.done else reason
+    return {
+        "content": content,
+        "thinking": thinking or None,
+        "calls": calls,
+        "names": names,
+        "reason": reason,
+    }
+
+
+@pytest.fixture(scope="module")
+def cassettes(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    folder = tmp_path_factory.mktemp("ollama-answers")
+    paths = {streamed: folder / f"streamed-{streamed}.jsonl" for streamed in (False, True)}
+    with Upstream(app=create_app()) as upstream:
+        for streamed, path in paths.items():
+            with fd.Deck(path, mode="record", clock=fd.SystemClock()) as deck:
+                ask(client(deck, upstream.url), streamed)
+    return paths
+
+
+def answered(path: Path, streamed: bool, fault: fd.Fault) -> dict[str, Any]:
+    with fd.Deck(path, mode="replay", faults=[fault.at(seq=1)], clock=fd.VirtualClock()) as deck:
+        return ask(client(deck, DEAD), streamed)
+
+
+@STREAMED
+def test_as_recorded(cassettes: dict[bool, Path], streamed: bool) -> None:
+    with fd.Deck(cassettes[streamed], mode="replay") as deck:
+        got = ask(client(deck, DEAD), streamed)
+    assert (got["calls"], got["reason"]) == ([{"city": "Paris"}], "stop")
+
+
+@STREAMED
+@pytest.mark.parametrize(
+    ("how", "arguments"),
+    [
+        ("missing_required", {}),
+        ("extra_property", {"city": "Paris", "unexpected_argument": True}),
+    ],
+)
+def test_a_bad_tool_call_breaks_the_arguments_object(
+    cassettes: dict[bool, Path], streamed: bool, how: str, arguments: dict[str, Any]
+) -> None:
+    got = answered(cassettes[streamed], streamed, faults.bad_tool_call(how))
+    assert got["calls"] == [arguments]
+
+
+@STREAMED
+def test_a_wrong_type_and_an_unknown_tool(cassettes: dict[bool, Path], streamed: bool) -> None:
+    wrong = answered(cassettes[streamed], streamed, faults.bad_tool_call("wrong_type"))
+    assert not isinstance(wrong["calls"][0]["city"], str)
+    unknown = answered(cassettes[streamed], streamed, faults.bad_tool_call("unknown_tool"))
+    assert unknown["names"] == ["no_such_tool"]
+
+
+@STREAMED
+def test_a_duplicate_call(cassettes: dict[bool, Path], streamed: bool) -> None:
+    got = answered(cassettes[streamed], streamed, faults.bad_tool_call("duplicate_id"))
+    assert got["calls"] == [{"city": "Paris"}, {"city": "Paris"}]
+
+
+@STREAMED
+def test_arguments_that_are_no_json_are_left_as_the_models_text(
+    cassettes: dict[bool, Path], streamed: bool
+) -> None:
+    got = answered(cassettes[streamed], streamed, faults.bad_tool_call("invalid_json"))
+    assert got["calls"] == []
+    assert got["content"].startswith('{"name": "get_weather", "arguments": {"city"')
+
+
+@STREAMED
+def test_a_length_stop_cuts_the_call_into_text(cassettes: dict[bool, Path], streamed: bool) -> None:
+    got = answered(cassettes[streamed], streamed, faults.length_stop())
+    assert (got["calls"], got["reason"]) == ([], "length")
+    assert got["content"].startswith('{"name": "get_weather"')
+
+
+@STREAMED
+def test_an_empty_answer_a_refusal_and_reasoning_only(
+    cassettes: dict[bool, Path], streamed: bool
+) -> None:
+    empty = answered(cassettes[streamed], streamed, faults.empty_answer())
+    assert (empty["content"], empty["calls"], empty["reason"]) == ("", [], "stop")
+    refused = answered(cassettes[streamed], streamed, faults.refusal("No."))
+    assert (refused["content"], refused["calls"]) == ("No.", [])
+    thought = answered(cassettes[streamed], streamed, faults.reasoning_only())
+    assert (thought["content"], thought["calls"]) == ("", [])
+    assert thought["thinking"]
+
+
+def test_a_content_filter_is_refused_in_one_line(cassettes: dict[bool, Path]) -> None:
+    with pytest.raises(fd.ConfigError) as raised:
+        answered(cassettes[False], False, faults.content_filter())
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("content_filter at ollama.chat: Ollama chat cannot show it")
