@@ -235,3 +235,41 @@ def test_embed_is_named_and_replays(tmp_path: Path) -> None:
     assert "cohere.embed" in names
     with replay(path) as deck:
         assert run(client(deck, DEAD)) == recorded
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (faults.bad_tool_call(), "a tool-call fault at cohere.chat: Cohere v2 Chat"),
+        (faults.length_stop(), "a tool-call fault at cohere.chat: Cohere v2 Chat"),
+        (faults.empty_answer(), "empty_answer at cohere.chat: Cohere v2 Chat"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["turn", "stream"])
+def test_a_misbehaviour_its_answers_do_not_show_is_refused_not_ignored(
+    cassettes: dict[str, Any], fault: fd.Fault, said: str, kind: str
+) -> None:
+    # Cohere's answers are not rewritten: a fault that would break one is bad input, said in
+    # one line, never a run that looks as if the loop held under it.
+    run = tool_turn if kind == "turn" else streamed
+    with replay(cassettes["paths"][kind], fault.at(seq=1)) as deck:
+        with pytest.raises(fd.ConfigError, match="cannot show it") as caught:
+            run(client(deck, DEAD), **NO_RETRY)
+    assert said in str(caught.value)
+
+
+def test_a_rehearsal_runs_no_misbehaviour_cell_where_the_answers_cannot_show_it(
+    cassettes: dict[str, Any],
+) -> None:
+    def entry(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+        try:
+            tool_turn(client(deck, DEAD), **NO_RETRY)
+        except cohere.core.ApiError:
+            return [fd.Outcome("turn", "stopped", reason="transient")]
+        return [fd.Outcome("turn", "ok")]
+
+    matrix = fd.rehearse(entry, str(cassettes["paths"]["turn"]))
+    labels = {cell.label for cell in matrix.cells}
+    assert "bad tool call" in matrix.rows
+    assert "bad tool call" not in labels  # "·" at each cohere.chat call: not run
+    assert {"quota retry-after", "timeout"} <= labels  # the provider's errors still run

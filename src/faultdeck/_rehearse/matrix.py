@@ -28,6 +28,7 @@ from .._judge.policy import Outcome, Policy
 from ..faults import KINDS, Fault, FaultPlan
 from ..faults._kinds import Judged
 from ..faults._results import lands_on
+from ..faults._shapes import silent_about
 
 Status = Literal["held", "broke", "miss", "raised", "killed", "not fired"]
 FINDINGS: frozenset[str] = frozenset({"broke", "miss", "raised"})
@@ -227,10 +228,13 @@ def plan_cells(
 
 
 def _changes(fault: Fault, call: CallRecord, answers: Mapping[int, Any] | None) -> bool:
-    """Whether ``fault`` has something to change at ``call``: any fault that does not
-    change a result; a result fault at a tool result (no MCP listing) that holds what it
-    changes, as far as ``answers`` say."""
+    """Whether ``fault`` has something to change at ``call``: a fault that breaks a
+    model's answer where the answer can show it; any other fault that does not change a
+    result; a result fault at a tool result (no MCP listing) that holds what it changes, as
+    far as ``answers`` say."""
     spec = fault.spec
+    if spec.answer is not None and silent_about(call.name) is not None:
+        return False  # a call whose answers show no misbehaviour (an embedding): not run
     if spec.alter is None:
         return True
     if call.name.startswith(_MCP_REQUEST):

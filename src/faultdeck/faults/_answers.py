@@ -40,7 +40,7 @@ from ._formats import Event, Wire
 from ._gemini_wire import GEMINI
 from ._mistral import MISTRAL_CHAT
 from ._openai_wire import CHAT, RESPONSES
-from ._shapes import wire_of
+from ._shapes import silent_about, wire_of
 
 Params = Mapping[str, Any]
 
@@ -58,13 +58,6 @@ WIRES: Mapping[str, Wire] = {
 }
 """Model call name (as the HTTP boundary names it) -> its wire format; a name not here
 speaks the format of its ``wire_of`` name (``groq.chat.completions``: OpenAI's)."""
-
-SILENT: Mapping[str, str] = {
-    "openai.embeddings": "OpenAI Embeddings (vectors, no message)",
-    "openai.completions": "legacy OpenAI Completions",
-    "ollama.embed": "Ollama embeddings (vectors, no message)",
-}
-"""Model calls whose format shows none of the misbehaviours: each is a ``ConfigError``."""
 
 PREVIOUS = "previous answer"
 """The key under which the HTTP boundary hands a kind the last answer it gave to a call of
@@ -88,7 +81,7 @@ def _wire(kind: str, name: str) -> Wire | None:
         ConfigError: a model call whose format cannot show it.
     """
     wire = wire_named(name)
-    silent = SILENT.get(wire_of(name))
+    silent = silent_about(name)
     if wire is not None and kind in wire.shows:
         return wire
     if wire is None and silent is None:

@@ -12,10 +12,11 @@ call inside a real answer is ``_tool_calls``' (how it breaks), ``_tool_answers``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._base.errors import ConfigError
 from . import _azure as azure
 from . import _bedrock as bedrock
 from . import _cohere as cohere
@@ -68,6 +69,40 @@ def wire_of(name: str) -> str:
     provider, dot, api = name.partition(".")
     wire = WIRE_OF.get(provider)
     return f"{wire}.{api}" if dot and wire is not None else name
+
+
+SILENT: Mapping[str, str] = {
+    "openai.embeddings": "OpenAI Embeddings (vectors, no message)",
+    "openai.completions": "legacy OpenAI Completions",
+    "ollama.embed": "Ollama embeddings (vectors, no message)",
+    "ollama.generate": "Ollama generate (its answers are not rewritten)",
+    "cohere.chat": "Cohere v2 Chat (its answers are not rewritten)",
+    "cohere.embed": "Cohere embeddings (vectors, no message)",
+    "bedrock.invoke_model": "Bedrock InvokeModel (each model's own body)",
+    "bedrock.invoke_model_stream": "Bedrock InvokeModel (each model's own body)",
+    "mistral.fim.completions": "Mistral FIM completions (its answers are not rewritten)",
+}
+"""Model calls whose answers show no misbehaviour: a fault that would break one (a tool
+call, an empty or refused answer…) is a ``ConfigError`` there, never a silent no-op."""
+
+
+def silent_about(name: str) -> str | None:
+    """What model call ``name`` is, when its answers show no misbehaviour (``SILENT``)."""
+    return SILENT.get(name) or SILENT.get(wire_of(name))
+
+
+def refuse_tool_call_fault(name: str, able: Iterable[str]) -> None:
+    """Raise, when call ``name`` is a model call whose answers show no tool-call fault.
+
+    Raises:
+        ConfigError: naming the calls it can land on (``able``).
+    """
+    title = silent_about(name)
+    if title is not None:
+        raise ConfigError(
+            f"a tool-call fault at {name}: {title} cannot show it; land it on "
+            f"{' or '.join(able)} calls (.on(name=…))"
+        )
 
 
 def _own(name: str) -> ErrorShapes | None:

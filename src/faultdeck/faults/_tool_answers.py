@@ -22,7 +22,7 @@ import orjson
 from . import _ollama_wire
 from ._bedrock_wire import break_converse
 from ._gemini_wire import write_call
-from ._shapes import wire_of
+from ._shapes import refuse_tool_call_fault, wire_of
 from ._tool_calls import Breaker, Broken, ToolCall, Tools, tool_input
 
 Writer = Callable[[dict[str, Any], Breaker, Tools], bool]
@@ -126,6 +126,8 @@ def break_answer(name: str, body: Any, request: Any, breaker: Breaker) -> Any:
     breaks, reading the tools from ``request`` (the JSON body the call sent); ``body``
     itself when it holds no tool call."""
     write = WRITERS.get(name) or WRITERS.get(wire_of(name))
+    if write is None:
+        refuse_tool_call_fault(name, WRITERS)
     if write is None or not isinstance(body, dict):
         return body
     changed = copy.deepcopy(body)

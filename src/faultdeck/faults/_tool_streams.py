@@ -28,7 +28,7 @@ from typing import Any
 from . import _ollama_wire
 from ._bedrock_wire import break_converse_stream
 from ._gemini_wire import rewrite_stream
-from ._shapes import wire_of
+from ._shapes import refuse_tool_call_fault, wire_of
 from ._tool_answers import WRITERS, function_item, write_item
 from ._tool_calls import Breaker, Broken, ToolCall, Tools, pieces
 
@@ -277,6 +277,7 @@ def break_events(name: str, events: Events, request: Any, breaker: Breaker) -> E
     ``events`` themselves when they hold no tool call."""
     rewrite = REWRITERS.get(name) or REWRITERS.get(wire_of(name))
     if rewrite is None:
+        refuse_tool_call_fault(name, REWRITERS)
         return events
     changed = rewrite(copy.deepcopy(events), breaker, Tools(request))
     return events if changed is None else changed
