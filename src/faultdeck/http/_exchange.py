@@ -28,7 +28,7 @@ from ..faults._answers import PREVIOUS
 from ._bodies import encode, request_body
 from ._chunks import chunk_types, replayed_chunks
 from ._live import Live, Owner, Step
-from ._providers import host_of
+from ._providers import host_of, sender_of
 from ._shapes import classify, name_of, query_pairs, request_args
 from ._streams import stream_types
 
@@ -49,13 +49,10 @@ class Exchange(Live):
         query = query_pairs(url.params.multi_items(), owner.deck.redactor) if url.query else []
         # The request but for its body: its method, path, query and the headers kept.
         self.head = request_args(method, path, query, request.headers, owner.keep)
-        headers = request.headers
+        host, agent = sender_of(request.headers)
         # (a password masked in the path; the host as sent, which a proxy may have set)
         self.kind, self.name = name_of(
-            method,
-            self.head["path"],
-            host=host_of(headers.get("host"), url.host),
-            agent=headers.get("user-agent"),
+            method, self.head["path"], host=host_of(host, url.host), agent=agent
         )
         self.body = body
         self.ordinal = 0

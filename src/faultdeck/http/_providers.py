@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,22 @@ ROUTES: tuple[Route, ...] = (
     *_compatible("deepseek", r"(?:/v1)?", "api.deepseek.com"),
 )
 """The provider routes, first match wins; ``ENDPOINTS`` names what none matches."""
+
+
+def sender_of(headers: Any) -> tuple[str | None, str | None]:
+    """A request's ``Host`` and ``user-agent`` headers, in one pass over httpx's (and
+    httpx2's) raw headers, as ``request_args`` reads them (a lookup by name scans them all,
+    each time); through ``get`` for other headers."""
+    triples = getattr(headers, "_list", None)
+    if triples is None:
+        return headers.get("host"), headers.get("user-agent")
+    host = agent = None
+    for _, low, value in triples:
+        if low == b"host":
+            host = value.decode("latin-1")
+        elif low == b"user-agent":
+            agent = value.decode("latin-1")
+    return host, agent
 
 
 def host_of(header: str | None, fallback: str) -> str:
