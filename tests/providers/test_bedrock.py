@@ -21,6 +21,7 @@ import faultdeck as fd
 from faultdeck import faults
 from faultdeck.attach._install import routed
 from faultdeck.http._eventstream import EventStreamParser, FrameError, decode_message, encode
+from faultdeck.otel import spans
 from tests.support.fake_bedrock import TOOL_ARGUMENTS, TOOL_CONFIG, create_app, event, frame
 from tests.support.fake_upstream import Upstream
 from tests.support.plants import B64, UPPER_DIGITS, rand
@@ -524,3 +525,17 @@ def test_a_reasoning_only_answer_is_a_reasoning_block(recorded: dict[str, Any]) 
     (block,) = got["output"]["message"]["content"]
     assert block["reasoningContent"]["reasoningText"]["text"]
     assert got["stopReason"] == "end_turn"
+
+
+def test_its_spans_name_bedrock_its_model_from_the_path_and_its_usage(
+    recorded: dict[str, Any],
+) -> None:
+    for name in ("turn", "stream"):
+        for span in spans(fd.load(recorded[name]), start_ns=0)[1:]:
+            attributes = dict(span.attributes or {})
+            assert span.name == f"chat {MODEL}"
+            assert attributes["gen_ai.provider.name"] == "aws.bedrock"
+            assert attributes["gen_ai.usage.input_tokens"] == 12
+            assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
+            reasons: Any = attributes["gen_ai.response.finish_reasons"]
+            assert set(reasons) <= {"tool_use", "end_turn"}

@@ -21,6 +21,7 @@ import faultdeck as fd
 from faultdeck import faults
 from faultdeck.http import Transport
 from faultdeck.http._shapes import name_of
+from faultdeck.otel import spans
 from tests.support.fake_gemini import DEFAULT_TEXT, create_app, tool_result_text
 from tests.support.fake_upstream import Upstream
 from tests.support.gemini_sdk import ASK, CONFIG, DEAD, KEY, MODEL, arun, ask, client, turn
@@ -304,3 +305,18 @@ def test_the_key_in_a_header_or_the_query_never_reaches_the_cassette(
         assert secret.encode() not in data
     assert b"x-goog-api-key" not in data
     assert fd.Redactor().scan_text(KEY) == ["google_api_key"], "scan knows its shape"
+
+
+def test_its_spans_name_gemini_its_model_from_the_path_and_its_usage(
+    cassettes: dict[str, Path],
+) -> None:
+    for name in ("plain", "stream"):
+        for span in spans(fd.load(cassettes[name]), start_ns=0)[1:]:
+            attributes = dict(span.attributes or {})
+            assert span.name == f"generate_content {MODEL}"
+            assert attributes["gen_ai.provider.name"] == "gcp.gemini"
+            assert attributes["gen_ai.request.model"] == MODEL
+            assert attributes["gen_ai.response.model"] == MODEL
+            assert isinstance(attributes["gen_ai.usage.input_tokens"], int)
+            assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
+            assert attributes["gen_ai.response.finish_reasons"] == ("STOP",)

@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 from mistralai.client import Mistral
-from mistralai.client.errors import SDKError
+from mistralai.client.errors import ResponseValidationError, SDKError
 
 import faultdeck as fd
 from faultdeck import faults
@@ -159,6 +159,24 @@ def test_a_cut_stream_breaks_off_mid_stream(cassettes: dict[str, Path]) -> None:
             seen.extend(events)
     assert len(seen) == 1
     assert isinstance(fd.classify_error(raised.value), fd.TransientError)
+
+
+def test_an_error_mid_stream_is_the_sdks_validation_error_read_as_transient(
+    cassettes: dict[str, Path],
+) -> None:
+    # Mistral's SDK reads no error event: the error object where a chunk was due fails its
+    # parse, which is what a program on it meets.
+    plan = faults.stream_cut(after=1, how="error_event").at(seq=1)
+    seen: list[Any] = []
+    with replay(cassettes["stream"], plan) as deck, mistral(deck, DEAD) as client:
+        events = client.chat.stream(model=MODEL, messages=ASK, tools=OPENAI_TOOLS)
+        with events, pytest.raises(ResponseValidationError) as raised:
+            seen.extend(events)
+    assert len(seen) == 1
+    assert json.loads(str(raised.value.body))["data"]["type"] == "internal_server_error"
+    failure = fd.classify_error(raised.value)
+    assert isinstance(failure, fd.TransientError)
+    assert failure.code == "server_error"
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

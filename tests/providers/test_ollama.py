@@ -17,6 +17,7 @@ import pytest
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck.http import AsyncTransport, Transport
+from faultdeck.otel import spans
 from tests.support.fake_ollama import OLLAMA_TOOLS, create_app
 from tests.support.fake_upstream import Upstream
 
@@ -309,3 +310,14 @@ def test_generate_and_embed_are_named_and_replay(tmp_path: Path) -> None:
         assert run(client(deck, DEAD)) == recorded
     with replay(path, faults.empty_answer().at(seq=3)) as deck, pytest.raises(fd.ConfigError):
         run(client(deck, DEAD))
+
+
+def test_its_spans_name_ollama_and_read_its_counts(cassettes: dict[str, Any]) -> None:
+    for name in ("turn", "stream"):
+        for span in spans(fd.load(cassettes["paths"][name]), start_ns=0)[1:]:
+            attributes = dict(span.attributes or {})
+            assert span.name == "chat llama-x"
+            assert attributes["gen_ai.provider.name"] == "ollama"
+            assert attributes["gen_ai.usage.input_tokens"] == 12
+            assert attributes["gen_ai.usage.output_tokens"] == 6
+            assert attributes["gen_ai.response.finish_reasons"] == ("stop",)

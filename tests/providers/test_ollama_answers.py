@@ -13,10 +13,9 @@ import pytest
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck.http import Transport
+from tests.support.answers import DEAD, Asking
 from tests.support.fake_ollama import OLLAMA_TOOLS, create_app
-from tests.support.fake_upstream import Upstream
 
-DEAD = "http://127.0.0.1:9"
 ASK: list[dict[str, Any]] = [{"role": "user", "content": "What is the weather?"}]
 STREAMED = pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 
@@ -52,20 +51,15 @@ def ask(c: ollama.Client, streamed: bool) -> dict[str, Any]:
     }
 
 
+ASKING = Asking(client, ask)
+
+
 @pytest.fixture(scope="module")
 def cassettes(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
-    folder = tmp_path_factory.mktemp("ollama-answers")
-    paths = {streamed: folder / f"streamed-{streamed}.jsonl" for streamed in (False, True)}
-    with Upstream(app=create_app()) as upstream:
-        for streamed, path in paths.items():
-            with fd.Deck(path, mode="record", clock=fd.SystemClock()) as deck:
-                ask(client(deck, upstream.url), streamed)
-    return paths
+    return ASKING.record(tmp_path_factory.mktemp("ollama-answers"), create_app())
 
 
-def answered(path: Path, streamed: bool, fault: fd.Fault) -> dict[str, Any]:
-    with fd.Deck(path, mode="replay", faults=[fault.at(seq=1)], clock=fd.VirtualClock()) as deck:
-        return ask(client(deck, DEAD), streamed)
+answered = ASKING.answered
 
 
 @STREAMED

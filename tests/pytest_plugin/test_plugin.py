@@ -378,6 +378,29 @@ def test_off(deck):
     assert not (pytester.path / "cassettes").exists()
 
 
+def test_the_deck_runs_on_the_tests_clock_or_on_its_own(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_clock="""
+import pytest
+import faultdeck as fd
+
+def test_held(deck, virtual_clock):
+    assert deck.clock is virtual_clock
+
+def test_own(deck):
+    assert isinstance(deck.clock, fd.VirtualClock)
+    deck.clock.sleep(3600)  # returns at once
+    assert deck.clock.waited == 3600
+
+def test_the_default_config_is_shared_so_read_only(faultdeck_config):
+    assert dict(faultdeck_config) == {}
+    with pytest.raises(TypeError):
+        faultdeck_config["mode"] = "off"
+"""
+    )
+    pytester.runpytest("--faultdeck-mode=off", "-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
 def test_a_bad_marker_fails_the_test_with_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_bad="""

@@ -10,10 +10,23 @@ from typing import Any
 
 from .format import Entry, Recording
 
-USAGE_IN = ("input_tokens", "prompt_tokens")
-"""The names a provider's ``usage`` gives the tokens read (Anthropic and OpenAI's Responses
-API, then OpenAI's Chat Completions), the first found counting."""
-USAGE_OUT = ("output_tokens", "completion_tokens")
+USAGE_IN = (
+    "input_tokens",
+    "prompt_tokens",
+    "inputTokens",
+    "promptTokenCount",
+    "prompt_eval_count",
+)
+"""The names a provider's ``usage`` gives the tokens read (Anthropic, OpenAI's Responses API
+and Cohere's ``tokens``; OpenAI's Chat Completions; Bedrock; Gemini's ``usageMetadata``;
+Ollama's answer itself), the first found counting."""
+USAGE_OUT = (
+    "output_tokens",
+    "completion_tokens",
+    "outputTokens",
+    "candidatesTokenCount",
+    "eval_count",
+)
 """The names a provider's ``usage`` gives the tokens written, likewise."""
 
 
@@ -52,12 +65,24 @@ def requested_model(args: Any) -> str | None:
     return model if type(model) is str and model else None
 
 
-def usage_counts(usage: Any) -> tuple[int | None, int | None]:
-    """The tokens read and written that a provider's ``usage`` object names, each ``None``
-    where it names none."""
-    if type(usage) is not dict:
+def usage_counts(answer: Any) -> tuple[int | None, int | None]:
+    """The tokens read and written that an answer (a body, a stream event's data) says it
+    used, each ``None`` where it says none: in its ``usage`` (Cohere's under ``tokens``; a
+    Cohere stream's in its end's ``delta``), Gemini's ``usageMetadata``, or on the answer
+    itself (Ollama's counts)."""
+    if type(answer) is not dict:
         return None, None
-    return _count(usage, USAGE_IN), _count(usage, USAGE_OUT)
+    delta = answer.get("delta")
+    ended = delta.get("usage") if type(delta) is dict else None
+    for usage in (answer.get("usage"), answer.get("usageMetadata"), ended, answer):
+        if type(usage) is not dict:
+            continue
+        tokens = usage.get("tokens")
+        counted = tokens if type(tokens) is dict else usage
+        counts = _count(counted, USAGE_IN), _count(counted, USAGE_OUT)
+        if counts != (None, None):
+            return counts
+    return None, None
 
 
 def _count(usage: dict[str, Any], names: tuple[str, ...]) -> int | None:
@@ -116,7 +141,7 @@ def entry_tokens(entry: Entry) -> tuple[int | None, int | None]:
     and ``message_delta``): the last event that names each count gives it."""
     found: list[int | None] = [None, None]
     for body in _answers(entry):
-        for side, count in enumerate(usage_counts(body.get("usage"))):
+        for side, count in enumerate(usage_counts(body)):
             if count is not None:
                 found[side] = count
     return found[0], found[1]

@@ -32,6 +32,8 @@ errors carry the wait as the ``RetryInfo`` of their body, which is read too.
                          GatewayTimeoutError    TransientError  timeout          (504)
     mistralai            MistralError 429       QuotaExhausted  rate_limited     (SDKError)
                          MistralError 5xx       TransientError  server_error
+                         ResponseValidationError TransientError server_error     (an error
+                           object where a stream's chunk was due)
     botocore             ClientError Throttling…        QuotaExhausted  (its Error.Code)
                          ClientError ServiceUnavailable…, InternalServer…, ModelStreamError…,
                            ModelNotReady…, ModelTimeout…, ModelError…  TransientError
@@ -111,6 +113,17 @@ def _ollama_unreachable(exc: BaseException) -> bool:
     return str(exc).startswith("Failed to connect to Ollama")
 
 
+def _streamed_error(exc: BaseException) -> bool:
+    """Whether mistralai's ``ResponseValidationError`` met Mistral's error object in a
+    stream, where a chunk was due (the SDK reads no error event: it fails to parse it)."""
+    try:
+        event = json.loads(getattr(exc, "body", None) or "")
+    except ValueError:
+        return False
+    data = event.get("data") if isinstance(event, dict) else None
+    return isinstance(data, dict) and data.get("object") == "error"
+
+
 def _aws_is(code: str) -> Callable[[BaseException], bool]:
     """Whether botocore's ``ClientError`` carries ``Error.Code`` ``code``, in any case."""
     return lambda exc: (_aws_code(exc) or "").lower() == code.lower()
@@ -145,6 +158,13 @@ SDK_ERRORS: tuple[SdkError, ...] = (
     SdkError("cohere", "InternalServerError", TransientError, "server_error"),
     SdkError("cohere", "ServiceUnavailableError", TransientError, "unavailable"),
     SdkError("cohere", "GatewayTimeoutError", TransientError, "timeout"),
+    SdkError(
+        "mistralai.client.errors",
+        "ResponseValidationError",
+        TransientError,
+        "server_error",
+        when=_streamed_error,
+    ),
     SdkError(
         "mistralai.client.errors",
         "MistralError",

@@ -31,7 +31,7 @@ from http import HTTPStatus
 from typing import Any
 
 from .._base.errors import ConfigError, TransientError
-from . import _ollama_wire
+from . import _cohere_wire, _ollama_wire
 from ._anthropic_wire import MESSAGES
 from ._azure import AZURE_CHAT
 from ._bedrock_wire import CONVERSE
@@ -49,6 +49,7 @@ WIRES: Mapping[str, Wire] = {
     "openai.responses": RESPONSES,
     "anthropic.messages": MESSAGES,
     "ollama.chat": _ollama_wire.CHAT,
+    "cohere.chat": _cohere_wire.CHAT,
     "gemini.generate_content": GEMINI,
     "gemini.stream_generate_content": GEMINI,
     "azure.chat.completions": AZURE_CHAT,

@@ -76,7 +76,6 @@ SILENT: Mapping[str, str] = {
     "openai.completions": "legacy OpenAI Completions",
     "ollama.embed": "Ollama embeddings (vectors, no message)",
     "ollama.generate": "Ollama generate (its answers are not rewritten)",
-    "cohere.chat": "Cohere v2 Chat (its answers are not rewritten)",
     "cohere.embed": "Cohere embeddings (vectors, no message)",
     "bedrock.invoke_model": "Bedrock InvokeModel (each model's own body)",
     "bedrock.invoke_model_stream": "Bedrock InvokeModel (each model's own body)",

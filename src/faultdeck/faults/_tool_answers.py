@@ -19,11 +19,11 @@ from typing import Any
 
 import orjson
 
-from . import _ollama_wire
+from . import _cohere_wire, _ollama_wire
 from ._bedrock_wire import break_converse
 from ._gemini_wire import write_call
 from ._shapes import refuse_tool_call_fault, wire_of
-from ._tool_calls import Breaker, Broken, ToolCall, Tools, tool_input
+from ._tool_calls import Breaker, Broken, ToolCall, Tools, break_function_call, tool_input
 
 Writer = Callable[[dict[str, Any], Breaker, Tools], bool]
 """Breaks the first tool call of an answer in place; ``False`` when it holds none."""
@@ -33,20 +33,10 @@ def _chat(body: dict[str, Any], breaker: Breaker, tools: Tools) -> bool:
     for choice in body.get("choices") or ():
         message = choice.get("message") if isinstance(choice, dict) else None
         calls = message.get("tool_calls") if isinstance(message, dict) else None
-        if not calls or not isinstance(calls[0], dict):
+        broken = break_function_call(calls, breaker, tools)
+        if broken is None:
             continue
-        first = calls[0]
-        function = first.setdefault("function", {})
-        call = ToolCall(
-            str(function.get("name", "")), str(function.get("arguments", "")), first.get("id", "")
-        )
-        broken = breaker(call, tools)
-        function["name"], function["arguments"] = broken.call.name, broken.call.arguments
-        first["id"] = broken.call.id
-        if broken.twin:
-            calls.insert(1, copy.deepcopy(first))
         if broken.stopped:
-            del calls[1:]
             choice["finish_reason"] = "length"
         return True
     return False
@@ -115,6 +105,7 @@ WRITERS: Mapping[str, Writer] = {
     "openai.responses": _responses,
     "anthropic.messages": _messages,
     "ollama.chat": _ollama_wire.break_answer,
+    "cohere.chat": _cohere_wire.break_answer,
     "gemini.generate_content": write_call,
     "bedrock.converse": break_converse,
 }

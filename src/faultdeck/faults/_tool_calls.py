@@ -13,6 +13,7 @@ The provider shapes (``_tool_answers``, ``_tool_streams``) write the broken call
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -118,6 +119,28 @@ def _lowered(schema: Any) -> Any:
 
 Breaker = Callable[[ToolCall, Tools], Broken]
 """How a fault breaks the first tool call: from the call and the tools offered."""
+
+
+def break_function_call(calls: Any, breaker: Breaker, tools: Tools) -> Broken | None:
+    """Break the first call of a ``tool_calls`` list shaped as OpenAI Chat's (``id``,
+    ``function.name``, ``function.arguments`` as JSON text) in place: a twin right after
+    it, the calls after it gone when the answer stops inside it (the caller says why the
+    answer ended). ``None`` when the list holds no call."""
+    if not calls or not isinstance(calls, list) or not isinstance(calls[0], dict):
+        return None
+    first = calls[0]
+    function = first.setdefault("function", {})
+    call = ToolCall(
+        str(function.get("name", "")), str(function.get("arguments", "")), first.get("id", "")
+    )
+    broken = breaker(call, tools)
+    function["name"], function["arguments"] = broken.call.name, broken.call.arguments
+    first["id"] = broken.call.id
+    if broken.twin:
+        calls.insert(1, copy.deepcopy(first))
+    if broken.stopped:
+        del calls[1:]
+    return broken
 
 
 def _object(arguments: str) -> dict[str, Any]:

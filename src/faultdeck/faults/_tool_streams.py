@@ -25,7 +25,7 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from . import _ollama_wire
+from . import _cohere_wire, _ollama_wire
 from ._bedrock_wire import break_converse_stream
 from ._gemini_wire import rewrite_stream
 from ._shapes import refuse_tool_call_fault, wire_of
@@ -265,6 +265,7 @@ REWRITERS: Mapping[str, Rewriter] = {
     "openai.responses": _responses,
     "anthropic.messages": _messages,
     "ollama.chat": _ollama_wire.break_events,
+    "cohere.chat": _cohere_wire.break_events,
     "gemini.stream_generate_content": rewrite_stream,
     "bedrock.converse_stream": break_converse_stream,
 }

@@ -7,9 +7,10 @@ wall-clock times, so the times are synthetic: the run starts at ``start_ns`` and
 starts when the one before it ended, lasting its ``ms``.
 
 - a model call (``kind`` model, or an HTTP call to a provider): ``{operation} {model}``,
-  with ``gen_ai.operation.name``, ``gen_ai.provider.name`` and ``gen_ai.system`` (openai,
-  anthropic, from the call's name), ``gen_ai.request.model``, ``gen_ai.response.*`` and
-  ``gen_ai.usage.input_tokens`` / ``output_tokens`` when the answer has usage;
+  with ``gen_ai.operation.name``, ``gen_ai.provider.name`` and ``gen_ai.system`` (from the
+  call's name: ``PROVIDERS``), ``gen_ai.request.model`` (Gemini's and Bedrock's from the
+  path), ``gen_ai.response.*`` and ``gen_ai.usage.input_tokens`` / ``output_tokens`` when
+  the answer has usage;
 - a tool call: ``execute_tool {name}`` with ``gen_ai.tool.name``;
 - an error (a recorded error, an HTTP answer of 400 or more): status ERROR, ``error.type``;
 - a fault injected while recording: a span event ``faultdeck.fault``.
@@ -18,6 +19,8 @@ starts when the one before it ended, lasting its ``ms``.
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,17 +34,43 @@ from .._diff.order import run_order
 Scalar = str | bool | int | float
 Attributes = dict[str, Scalar | tuple[str, ...]]
 
-PROVIDERS = ("openai", "anthropic")
-"""Providers named by a call's name (``openai.chat.completions``, ``anthropic.messages``)."""
+PROVIDERS = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure.ai.openai",
+    "bedrock": "aws.bedrock",
+    "gemini": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "cohere": "cohere",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "ollama": "ollama",
+    "openrouter": "openrouter",
+    "together": "together",
+    "fireworks": "fireworks",
+}
+"""A call name's provider (``bedrock.converse``) -> its ``gen_ai.provider.name``, as the
+GenAI conventions name it where they do (a Gemini call at a Vertex AI path is
+``gcp.vertex_ai``)."""
 
 OPERATIONS = {
-    "openai.chat.completions": "chat",
-    "openai.responses": "chat",
-    "openai.completions": "text_completion",
-    "openai.embeddings": "embeddings",
-    "anthropic.messages": "chat",
+    "completions": "text_completion",
+    "generate": "text_completion",
+    "fim.completions": "text_completion",
+    "embeddings": "embeddings",
+    "embed": "embeddings",
+    "generate_content": "generate_content",
+    "stream_generate_content": "generate_content",
 }
-"""``gen_ai.operation.name`` by call name; any other model call is ``chat``."""
+"""``gen_ai.operation.name`` by the API a call name names after its provider
+(``openai.embeddings`` -> ``embeddings``); any other model call is ``chat``."""
+
+_MODEL_IN_PATH = {
+    "gemini": re.compile(r"/models/([^/:]+)"),
+    "bedrock": re.compile(r"/model/([^/]+)"),
+}
+"""Where Gemini's and Bedrock's paths name the model (``/v1beta/models/gemini-x:generate…``,
+``/model/{modelId}/converse``, the id's own ``:`` kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +145,7 @@ def call_plan(entry: Entry, place: str, start_ns: int, end_ns: int) -> SpanPlan:
     if isinstance(entry.step, str):
         attributes["faultdeck.step"] = entry.step
     provider = entry.name.partition(".")[0]
-    model_call = entry.kind == "model" or provider in PROVIDERS
+    model_call = entry.kind == "model" or (provider in PROVIDERS and entry.kind == "http")
     kind: Literal["client", "internal"] = "client"
     if model_call:
         name = _model(entry, provider, attributes)
@@ -134,17 +163,24 @@ def call_plan(entry: Entry, place: str, start_ns: int, end_ns: int) -> SpanPlan:
 
 
 def _model(entry: Entry, provider: str, attributes: Attributes) -> str:
-    operation = OPERATIONS.get(entry.name, "chat")
+    operation = OPERATIONS.get(entry.name.partition(".")[2], "chat")
     attributes["gen_ai.operation.name"] = operation
-    if provider in PROVIDERS:
-        attributes["gen_ai.provider.name"] = provider
-        attributes["gen_ai.system"] = provider
     args = entry.args if isinstance(entry.args, dict) else {}
+    path = args.get("path")
+    path = path if isinstance(path, str) else ""
+    if provider in PROVIDERS:
+        named = "gcp.vertex_ai" if "/publishers/google/" in path else PROVIDERS[provider]
+        attributes["gen_ai.provider.name"] = named
+        attributes["gen_ai.system"] = named
     body = args.get("body")
     request: dict[str, Any] = body if isinstance(body, dict) else args
     if entry.kind == "http" or "method" in args:
         _http_request(args, attributes)
     model = request.get("model")
+    pattern = _MODEL_IN_PATH.get(provider)
+    in_path = pattern.search(path) if pattern is not None else None
+    if in_path is not None:
+        model = urllib.parse.unquote(in_path.group(1))
     for key in ("max_tokens", "temperature", "top_p"):
         value = request.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -208,20 +244,23 @@ def _response(body: Any, attributes: Attributes) -> None:
     inner = body.get("response") or body.get("message")
     if isinstance(inner, dict):
         _response(inner, attributes)  # a responses or messages stream's envelope
-    if isinstance(body.get("model"), str):
-        attributes["gen_ai.response.model"] = body["model"]
-    if isinstance(body.get("id"), str) and body.get("object") != "list":
-        attributes["gen_ai.response.id"] = body["id"]
+    model = body.get("model") or body.get("modelVersion")  # Gemini's
+    if isinstance(model, str):
+        attributes["gen_ai.response.model"] = model
+    own_id = body.get("id") or body.get("responseId")
+    if isinstance(own_id, str) and body.get("object") != "list":
+        attributes["gen_ai.response.id"] = own_id
     reasons = [c.get("finish_reason") for c in _dicts(body.get("choices"))]
+    reasons += [c.get("finishReason") for c in _dicts(body.get("candidates"))]
     delta = body.get("delta")
-    reasons += [
-        body.get("stop_reason"),
-        delta.get("stop_reason") if isinstance(delta, dict) else None,
-    ]
+    for said in (body, delta if isinstance(delta, dict) else {}):
+        # Anthropic, Cohere, Bedrock, Ollama: the reason is the answer's (or its delta's)
+        reasons += [said.get(key) for key in ("stop_reason", "finish_reason", "stopReason")]
+    reasons.append(body.get("done_reason"))
     found = tuple(r for r in reasons if isinstance(r, str))
     if found:
         attributes["gen_ai.response.finish_reasons"] = found
-    counts = usage_counts(body.get("usage"))
+    counts = usage_counts(body)
     for key, count in zip(("input_tokens", "output_tokens"), counts, strict=True):
         if count is not None:
             attributes[f"gen_ai.usage.{key}"] = count

@@ -26,8 +26,9 @@ import contextlib
 import importlib.util
 import os
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -73,8 +74,8 @@ FAILED_KEY = pytest.StashKey[bool]()
 BRANCHING_KEY = pytest.StashKey[bool]()
 OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
 SETTINGS_KEY = pytest.StashKey[dict[Path, Settings]]()
-_SERIALIZED = "faultdeck_miss"
-"""The key of a ``MissReport``'s data in a serialized report's ``longrepr``."""
+_NO_CONFIG: Mapping[str, Any] = MappingProxyType({})  # shared by the session: read-only
+_SERIALIZED = "faultdeck_miss"  # the key of a MissReport's data in a serialized longrepr
 _CONCISE = ("auto", "short", "line")
 """The ``--tb`` styles a miss is shown in as ``MissReport``; the others show every frame."""
 
@@ -289,10 +290,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 # -- fixtures ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def faultdeck_config() -> dict[str, Any]:
-    """Deck settings for the tests in scope; override this fixture to change them."""
-    return {}
+@pytest.fixture(scope="session")
+def faultdeck_config() -> Mapping[str, Any]:
+    """Deck settings for the tests in scope (none, read-only); override it at any scope."""
+    return _NO_CONFIG
 
 
 @pytest.fixture
@@ -302,16 +303,15 @@ def virtual_clock() -> VirtualClock:
 
 
 @pytest.fixture
-def deck(
-    request: pytest.FixtureRequest,
-    faultdeck_config: dict[str, Any],
-    virtual_clock: VirtualClock,
-) -> Iterator[Deck]:
+def deck(request: pytest.FixtureRequest, faultdeck_config: Mapping[str, Any]) -> Iterator[Deck]:
     """The test's deck: its cassette is ``<test dir>/cassettes/<module>/<test name>.jsonl``,
     or ``<root>/<cassette_dir>/<test file's path from the root>/<test name>.jsonl`` when
-    the project sets ``cassette_dir``. While it is open, hints name this test's commands."""
-    item = request.node
-    yield from _deck(item, faultdeck_config, virtual_clock)
+    the project sets ``cassette_dir``. While it is open, hints name this test's commands.
+    Its clock is the test's ``virtual_clock`` when the test (or a fixture it uses) takes
+    one, else one of its own: a fixture less to set up where no test holds the clock."""
+    held = "virtual_clock" in request.fixturenames
+    clock = request.getfixturevalue("virtual_clock") if held else VirtualClock()
+    yield from _deck(request.node, faultdeck_config, clock)
 
 
 def _check_age(item: pytest.Item, resolved: Resolved, settings: Settings, record: str) -> None:
@@ -334,7 +334,7 @@ def _intercepting(deck: Deck, on: bool) -> contextlib.AbstractContextManager[Any
     return intercept(deck)
 
 
-def _deck(item: pytest.Item, config: dict[str, Any], clock: VirtualClock) -> Iterator[Deck]:
+def _deck(item: pytest.Item, config: Mapping[str, Any], clock: VirtualClock) -> Iterator[Deck]:
     test_path, test_dir = item.path, item.path.parent
     refused = None  # bad input's one line, failed outside the handler: no chained traceback
     try:
