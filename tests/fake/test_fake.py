@@ -159,6 +159,19 @@ def test_a_script_that_is_not_one_is_one_line_naming_the_turn(
     assert str(path) in done.stderr
 
 
+def test_a_port_in_use_is_one_line_saying_how_to_pick_another() -> None:
+    with FakeModel() as taken:
+        port = taken.url.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "faultdeck", "fake", "--port", port],
+            capture_output=True, text=True, timeout=60, check=False, env=child_env(),
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "--port 0" in done.stderr
+
+
 AGENT = """\
 import openai
 

@@ -21,6 +21,7 @@ from faultdeck.http import AsyncTransport, Transport
 from tests.support import fake_azure
 from tests.support.fake_upstream import OPENAI_TOOLS, Upstream
 from tests.support.plants import JWT, rand
+from tests.support.sdk import first_message, tool_turn
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 KEY = rand("azure-key", ALNUM, 84)  # Azure's keys: 84 letters and digits, no prefix
@@ -38,29 +39,7 @@ def azure(deck: fd.Deck, url: str, version: str = VERSION, **kwargs: Any) -> ope
 
 
 def turn(client: openai.AzureOpenAI, *, stream: bool) -> str:
-    """One tool-calling turn: the model calls ``get_weather``, gets its result, answers."""
-    messages = list(ASK)
-    if stream:
-        with client.chat.completions.stream(
-            model="gpt-4o", messages=messages, tools=OPENAI_TOOLS
-        ) as events:
-            first: Any = events.get_final_completion().choices[0].message
-    else:
-        first = (
-            client.chat.completions.create(model="gpt-4o", messages=messages, tools=OPENAI_TOOLS)
-            .choices[0]
-            .message
-        )
-    assert first.tool_calls
-    call = first.tool_calls[0]
-    assert call.type == "function"
-    assert json.loads(call.function.arguments) == {"city": "Paris"}
-    messages += [
-        first.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
-    ]
-    final = client.chat.completions.create(model="gpt-4o", messages=messages, tools=OPENAI_TOOLS)
-    return final.choices[0].message.content or ""
+    return tool_turn(client, model="gpt-4o", stream=stream)
 
 
 @pytest.fixture(scope="module")
@@ -212,17 +191,7 @@ def test_a_bad_tool_call_breaks_the_azure_answer(cassettes: dict[str, Path]) -> 
     for path, stream in ((cassettes["chat"], False), (cassettes["stream"], True)):
         deck = replay(path, faults.bad_tool_call(how="wrong_type").at(seq=1))
         with deck, azure(deck, DEAD) as client:
-            if stream:
-                with client.chat.completions.stream(
-                    model="gpt-4o", messages=ASK, tools=OPENAI_TOOLS
-                ) as events:
-                    message: Any = events.get_final_completion().choices[0].message
-            else:
-                message = (
-                    client.chat.completions.create(model="gpt-4o", messages=ASK, tools=OPENAI_TOOLS)
-                    .choices[0]
-                    .message
-                )
+            message = first_message(client, list(ASK), model="gpt-4o", stream=stream)
         assert message.tool_calls
         call = message.tool_calls[0]
         assert call.type == "function"

@@ -332,20 +332,28 @@ def test_a_transient_fault_is_bedrocks_5xx(
     assert (failure.code, failure.status) == (code, status)
 
 
-def test_a_timeout_is_botocores_read_timeout(recorded: dict[str, Any]) -> None:
-    exc = raised(recorded["turn"], faults.timeout().at(seq=1), first_turn)
-    assert type(exc) is botocore.exceptions.ReadTimeoutError
+@pytest.mark.parametrize(
+    ("fault", "kind", "error", "code"),
+    [
+        (faults.timeout(), "turn", botocore.exceptions.ReadTimeoutError, "timeout"),
+        (faults.reset(), "turn", botocore.exceptions.ConnectionClosedError, "connection"),
+        (
+            faults.stream_cut(after=3),
+            "stream",
+            botocore.exceptions.ResponseStreamingError,
+            "protocol",
+        ),
+    ],
+    ids=["timeout", "reset", "stream_cut"],
+)
+def test_a_broken_connection_is_botocores_own_error(
+    recorded: dict[str, Any], fault: fd.Fault, kind: str, error: type[Exception], code: str
+) -> None:
+    exc = raised(recorded[kind], fault.at(seq=1), first_turn if kind == "turn" else read_stream)
+    assert type(exc) is error
     failure = fd.classify_error(exc)
     assert isinstance(failure, fd.TransientError)
-    assert failure.code == "timeout"
-
-
-def test_a_reset_is_botocores_connection_closed(recorded: dict[str, Any]) -> None:
-    exc = raised(recorded["turn"], faults.reset().at(seq=1), first_turn)
-    assert type(exc) is botocore.exceptions.ConnectionClosedError
-    failure = fd.classify_error(exc)
-    assert isinstance(failure, fd.TransientError)
-    assert failure.code == "connection"
+    assert failure.code == code
 
 
 def test_nothing_listening_is_botocores_endpoint_connection_error(tmp_path: Path) -> None:
@@ -371,14 +379,6 @@ def test_a_stream_error_event_is_bedrocks_exception_message(recorded: dict[str, 
     assert exc.response["Error"]["Code"] == "modelStreamErrorException"  # type: ignore[attr-defined]
     failure = fd.classify_error(exc)
     assert isinstance(failure, fd.TransientError)
-
-
-def test_a_cut_stream_is_botocores_response_streaming_error(recorded: dict[str, Any]) -> None:
-    exc = raised(recorded["stream"], faults.stream_cut(after=3).at(seq=1), read_stream)
-    assert type(exc) is botocore.exceptions.ResponseStreamingError
-    failure = fd.classify_error(exc)
-    assert isinstance(failure, fd.TransientError)
-    assert failure.code == "protocol"
 
 
 def test_a_malformed_stream_fails_botocores_checksum(recorded: dict[str, Any]) -> None:
@@ -539,3 +539,14 @@ def test_its_spans_name_bedrock_its_model_from_the_path_and_its_usage(
             assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
             reasons: Any = attributes["gen_ai.response.finish_reasons"]
             assert set(reasons) <= {"tool_use", "end_turn"}
+
+
+def test_attaching_what_is_no_botocore_client_is_one_line(tmp_path: Path) -> None:
+    session = boto3.session.Session(region_name="us-east-1")
+    with fd.Deck(tmp_path / "none.jsonl", mode="off") as deck:
+        with pytest.raises(fd.ConfigError) as raised:
+            fd.http.attach_botocore(session, deck)
+    said = str(raised.value)
+    assert "\n" not in said
+    assert "a Session is not a botocore client" in said
+    assert "boto3.client(...)" in said

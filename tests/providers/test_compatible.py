@@ -24,6 +24,7 @@ from faultdeck.http._providers import ROUTES
 from faultdeck.http._shapes import name_of
 from tests.support.fake_upstream import OPENAI_TOOLS, Upstream, create_app
 from tests.support.plants import rand
+from tests.support.sdk import tool_turn
 
 URLSAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 KEY = "sk-or-v1-" + rand("openrouter", "0123456789abcdef", 64)
@@ -45,29 +46,8 @@ def client(deck: fd.Deck, url: str, server: str, key: str = "EMPTY") -> openai.O
     )
 
 
-def turn(chat: openai.OpenAI, *, stream: bool) -> str:
-    messages = list(ASK)
-    if stream:
-        with chat.chat.completions.stream(
-            model="m", messages=messages, tools=OPENAI_TOOLS
-        ) as events:
-            first: Any = events.get_final_completion().choices[0].message
-    else:
-        first = (
-            chat.chat.completions.create(model="m", messages=messages, tools=OPENAI_TOOLS)
-            .choices[0]
-            .message
-        )
-    assert first.tool_calls
-    call = first.tool_calls[0]
-    assert call.type == "function"
-    assert json.loads(call.function.arguments) == {"city": "Paris"}
-    messages += [
-        first.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
-    ]
-    final = chat.chat.completions.create(model="m", messages=messages, tools=OPENAI_TOOLS)
-    return final.choices[0].message.content or ""
+def turn(client: openai.OpenAI, *, stream: bool) -> str:
+    return tool_turn(client, model="m", stream=stream)
 
 
 def server_app() -> Starlette:

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.support.fake_upstream import (
+    OPENAI_TOOLS,
     TOOL_ARGUMENTS,
     _chat_reply,
     _hex,
@@ -35,20 +36,7 @@ from tests.support.fake_upstream import (
 )
 
 PLAN = "I will look up the weather."
-COHERE_TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+COHERE_TOOLS = OPENAI_TOOLS  # Cohere v2 takes tools in OpenAI's shape
 
 
 def _usage() -> dict[str, Any]:

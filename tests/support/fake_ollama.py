@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.fake_upstream import (
+    OPENAI_TOOLS,
     TOOL_ARGUMENTS,
     _chat_reply,
     _record,
@@ -44,20 +45,7 @@ TIMINGS = {
     "eval_count": 6,
     "eval_duration": 3_000_000,
 }
-OLLAMA_TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+OLLAMA_TOOLS = OPENAI_TOOLS  # Ollama takes tools in OpenAI's shape
 
 
 def _created_at() -> str:

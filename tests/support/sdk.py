@@ -4,6 +4,7 @@ clean offline replay passes."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anthropic
@@ -13,6 +14,7 @@ import pytest
 
 import faultdeck as fd
 from faultdeck.http import AsyncTransport, Transport
+from tests.support.fake_upstream import OPENAI_TOOLS
 
 OPENAI_MODEL = "gpt-fake"
 ANTHROPIC_MODEL = "claude-fake"
@@ -106,3 +108,34 @@ def anthropic_async(url: str, deck: fd.Deck, inner: Any) -> anthropic.AsyncAnthr
         _strict_response_validation=True,
         http_client=async_client(deck, inner),
     )
+
+
+def first_message(client: openai.OpenAI, messages: list[Any], *, model: str, stream: bool) -> Any:
+    """The model's first message in a chat that offers ``OPENAI_TOOLS``: a whole answer's,
+    or a stream's as the SDK's stream helper gathers it."""
+    tools: Any = OPENAI_TOOLS
+    if stream:
+        with client.chat.completions.stream(model=model, messages=messages, tools=tools) as events:
+            return events.get_final_completion().choices[0].message
+    return (
+        client.chat.completions.create(model=model, messages=messages, tools=tools)
+        .choices[0]
+        .message
+    )
+
+
+def tool_turn(client: openai.OpenAI, *, model: str, stream: bool) -> str:
+    """One tool-calling turn through OpenAI's chat API: the model calls ``get_weather`` with
+    ``{"city": "Paris"}``, gets ``sunny`` back and answers; the answer's text."""
+    messages: list[Any] = [{"role": "user", "content": "What is the weather?"}]
+    first = first_message(client, messages, model=model, stream=stream)
+    assert first.tool_calls
+    call = first.tool_calls[0]
+    assert call.type == "function"
+    assert json.loads(call.function.arguments) == {"city": "Paris"}
+    messages += [
+        first.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
+    ]
+    final = client.chat.completions.create(model=model, messages=messages, tools=OPENAI_TOOLS)
+    return final.choices[0].message.content or ""

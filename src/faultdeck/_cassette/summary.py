@@ -10,23 +10,11 @@ from typing import Any
 
 from .format import Entry, Recording
 
-USAGE_IN = (
-    "input_tokens",
-    "prompt_tokens",
-    "inputTokens",
-    "promptTokenCount",
-    "prompt_eval_count",
-)
+USAGE_IN = ("input_tokens", "prompt_tokens", "inputTokens", "promptTokenCount")
 """The names a provider's ``usage`` gives the tokens read (Anthropic, OpenAI's Responses API
-and Cohere's ``tokens``; OpenAI's Chat Completions; Bedrock; Gemini's ``usageMetadata``;
-Ollama's answer itself), the first found counting."""
-USAGE_OUT = (
-    "output_tokens",
-    "completion_tokens",
-    "outputTokens",
-    "candidatesTokenCount",
-    "eval_count",
-)
+and Cohere's ``tokens``; OpenAI's Chat Completions; Bedrock; Gemini's ``usageMetadata``),
+the first found counting."""
+USAGE_OUT = ("output_tokens", "completion_tokens", "outputTokens", "candidatesTokenCount")
 """The names a provider's ``usage`` gives the tokens written, likewise."""
 
 
@@ -68,13 +56,13 @@ def requested_model(args: Any) -> str | None:
 def usage_counts(answer: Any) -> tuple[int | None, int | None]:
     """The tokens read and written that an answer (a body, a stream event's data) says it
     used, each ``None`` where it says none: in its ``usage`` (Cohere's under ``tokens``; a
-    Cohere stream's in its end's ``delta``), Gemini's ``usageMetadata``, or on the answer
-    itself (Ollama's counts)."""
+    Cohere stream's in its end's ``delta``), Gemini's ``usageMetadata``, or Ollama's
+    ``prompt_eval_count`` and ``eval_count`` on the answer itself."""
     if type(answer) is not dict:
         return None, None
     delta = answer.get("delta")
     ended = delta.get("usage") if type(delta) is dict else None
-    for usage in (answer.get("usage"), answer.get("usageMetadata"), ended, answer):
+    for usage in (answer.get("usage"), answer.get("usageMetadata"), ended):
         if type(usage) is not dict:
             continue
         tokens = usage.get("tokens")
@@ -82,7 +70,7 @@ def usage_counts(answer: Any) -> tuple[int | None, int | None]:
         counts = _count(counted, USAGE_IN), _count(counted, USAGE_OUT)
         if counts != (None, None):
             return counts
-    return None, None
+    return _count(answer, ("prompt_eval_count",)), _count(answer, ("eval_count",))
 
 
 def _count(usage: dict[str, Any], names: tuple[str, ...]) -> int | None:

@@ -238,6 +238,14 @@ def check_cassette(path: str) -> Recording:
     return recording
 
 
+def cannot_listen(host: str, port: int, exc: OSError) -> click.ClickException:
+    """The one line a command that serves fails with when ``host:port`` cannot be had."""
+    return click.ClickException(
+        f"cannot listen on {host}:{port}: {exc.strerror}; pass another --port "
+        "(--port 0 picks a free one)"
+    )
+
+
 def listening(port: int, what: str = "") -> Callable[[Any], Any]:
     """``--host`` (loopback) and ``--port`` (``port``; 0 picks a free one), for a command
     that serves; ``what`` names what listens (``HTTP``) where the command has more."""

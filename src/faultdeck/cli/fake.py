@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ._common import listening
+from ._common import cannot_listen, listening
 
 DEFAULT_PORT = 8767
 
@@ -42,7 +42,7 @@ def fake(script: str | None, host: str, port: int) -> None:
     try:
         model = FakeModel(script, host=host, port=port)
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise cannot_listen(host, port, exc) from None
     which = f"script {script}" if script else 'each question gets "A scripted answer to: …"'
     click.echo(f"faultdeck: a fake model at {model.url} ({which}); Ctrl-C stops it")
     click.echo(f"  export OPENAI_BASE_URL={model.openai_base_url} OPENAI_API_KEY=fake-key")

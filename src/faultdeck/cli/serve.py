@@ -15,7 +15,7 @@ from .._base import terms
 from .._base.config import MODES, Mode
 from ..faults import FaultPlan
 from ..server._config import MAX_BODY, SERVED_REPEATS, ServedRepeats
-from ._common import listening
+from ._common import cannot_listen, listening
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_PORT = 8765
@@ -169,7 +169,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise cannot_listen(host, port, exc) from None
     # Listening before the URL is printed: a client that connects at once waits in the
     # backlog until uvicorn accepts, instead of being refused.
     sock.listen(2048)

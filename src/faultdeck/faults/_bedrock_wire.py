@@ -21,14 +21,13 @@ arguments that are not JSON go there as their text; a call stopped inside ends
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
 from ._formats import REASONING_TEXT, Body, Event, Wire, timed
-from ._tool_calls import Breaker, Broken, ToolCall, Tools, fitting
+from ._tool_calls import Breaker, Tools, break_input_call
 
 Params = Mapping[str, Any]
 Block = dict[str, Any]
@@ -159,18 +158,6 @@ CONVERSE = Wire(
 )
 
 
-def _input(broken: Broken, arguments: str) -> Any:
-    """What a ``toolUse.input`` holds of ``broken``'s arguments (``arguments`` are the
-    call's own): JSON, or the text of arguments that are not; a cut call the properties
-    that fit whole."""
-    if broken.stopped:
-        return fitting(arguments, len(broken.call.arguments))
-    try:
-        return orjson.loads(broken.call.arguments)
-    except orjson.JSONDecodeError:
-        return broken.call.arguments
-
-
 def break_converse(body: dict[str, Any], breaker: Breaker, tools: Tools) -> bool:
     """Break a Converse answer's first tool use in place; ``False`` when it holds none."""
     if not _holds(body):
@@ -180,15 +167,7 @@ def break_converse(body: dict[str, Any], breaker: Breaker, tools: Tools) -> bool
         use = block.get("toolUse")
         if not isinstance(use, dict):
             continue
-        arguments = orjson.dumps(use.get("input", {})).decode()
-        call = ToolCall(str(use.get("name", "")), arguments, use.get("toolUseId", ""))
-        broken = breaker(call, tools)
-        use["name"], use["toolUseId"] = broken.call.name, broken.call.id
-        use["input"] = _input(broken, arguments)
-        if broken.twin:
-            content.insert(index + 1, copy.deepcopy(block))
-        if broken.stopped:
-            del content[index + 1 :]
+        if break_input_call(content, index, use, "toolUseId", breaker, tools).stopped:
             body["stopReason"] = "max_tokens"
         return True
     return False

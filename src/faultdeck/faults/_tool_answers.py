@@ -17,13 +17,11 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
-
 from . import _cohere_wire, _ollama_wire
 from ._bedrock_wire import break_converse
 from ._gemini_wire import write_call
 from ._shapes import refuse_tool_call_fault, wire_of
-from ._tool_calls import Breaker, Broken, ToolCall, Tools, break_function_call, tool_input
+from ._tool_calls import Breaker, Broken, ToolCall, Tools, break_function_call, break_input_call
 
 Writer = Callable[[dict[str, Any], Breaker, Tools], bool]
 """Breaks the first tool call of an answer in place; ``False`` when it holds none."""
@@ -86,15 +84,7 @@ def _messages(body: dict[str, Any], breaker: Breaker, tools: Tools) -> bool:
     for index, block in enumerate(content):
         if not isinstance(block, dict) or block.get("type") != "tool_use":
             continue
-        arguments = orjson.dumps(block.get("input", {})).decode()
-        call = ToolCall(str(block.get("name", "")), arguments, block.get("id", ""))
-        broken = breaker(call, tools)
-        block["name"], block["id"] = broken.call.name, broken.call.id
-        block["input"] = tool_input(broken, arguments)
-        if broken.twin:
-            content.insert(index + 1, copy.deepcopy(block))
-        if broken.stopped:
-            del content[index + 1 :]
+        if break_input_call(content, index, block, "id", breaker, tools).stopped:
             body["stop_reason"] = "max_tokens"
         return True
     return False

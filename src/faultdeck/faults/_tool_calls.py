@@ -95,8 +95,10 @@ class Tools:
 
 
 def tool_input(broken: Broken, arguments: str) -> Any:
-    """What an object-shaped arguments field (Anthropic's ``input``, Gemini's ``args``)
-    holds of ``broken``'s arguments (``arguments`` are the call's own, before it broke)."""
+    """What an object-shaped arguments field (Anthropic's ``input``, Bedrock's
+    ``toolUse.input``, Gemini's ``args``) holds of ``broken``'s arguments (``arguments`` are
+    the call's own, before it broke): JSON, or the text of arguments that are not; a cut
+    call the properties that fit whole."""
     if broken.stopped:
         return fitting(arguments, len(broken.call.arguments))
     try:
@@ -140,6 +142,29 @@ def break_function_call(calls: Any, breaker: Breaker, tools: Tools) -> Broken | 
         calls.insert(1, copy.deepcopy(first))
     if broken.stopped:
         del calls[1:]
+    return broken
+
+
+def break_input_call(
+    content: list[Any],
+    index: int,
+    call: dict[str, Any],
+    id_key: str,
+    breaker: Breaker,
+    tools: Tools,
+) -> Broken:
+    """Break in place the tool call ``call`` of the block ``content[index]`` (Anthropic's
+    ``tool_use`` block itself, Bedrock's ``toolUse`` in its block), whose ``name``, id
+    (``id_key``) and ``input`` (an object) it holds: a twin block right after it, the blocks
+    after it gone when the answer stops inside it (the caller says why the answer ended)."""
+    arguments = orjson.dumps(call.get("input", {})).decode()
+    broken = breaker(ToolCall(str(call.get("name", "")), arguments, call.get(id_key, "")), tools)
+    call["name"], call[id_key] = broken.call.name, broken.call.id
+    call["input"] = tool_input(broken, arguments)
+    if broken.twin:
+        content.insert(index + 1, copy.deepcopy(content[index]))
+    if broken.stopped:
+        del content[index + 1 :]
     return broken
 
 

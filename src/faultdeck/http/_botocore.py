@@ -20,6 +20,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .._base.errors import ConfigError
 from .._deck.deck import Deck
 
 Answer = Callable[[Any], Any]
@@ -47,9 +48,17 @@ def attach_botocore(client: Any, deck: Deck, *, httpx: Any = None) -> None:
         client: a botocore client (``boto3.client(...)``).
         deck: the deck.
         httpx: the HTTP module to go live with, ``httpx`` (the default) or ``httpx2``.
+
+    Raises:
+        ConfigError: ``client`` is no botocore client (a boto3 session or resource).
     """
     from ._transport import Transport
 
+    if not hasattr(getattr(client, "meta", None), "events"):
+        raise ConfigError(
+            f"attach_botocore: a {type(client).__name__} is not a botocore client; pass "
+            "the one boto3.client(...) makes (a boto3 resource's is resource.meta.client)"
+        )
     transport = Transport(deck, httpx=httpx)
     register(client, Handler(transport.handle_request, transport.httpx, client.meta.config))
 
