@@ -203,7 +203,8 @@ def test_a_failed_run_leaves_the_existing_fork_as_it_was(project: Path) -> None:
         (
             ["runs/base.jsonl", "--at", "1", "--model", "other-model"],
             "seq 2 of runs/base.jsonl, the first call after the fork point, is tool step, "
-            "whose recorded request names no model (a JSON body field 'model'), so it cannot "
+            "whose recorded request names no model (a JSON body field 'model', or Gemini's "
+            "path), so it cannot "
             "be sent to 'other-model'; fork at the seq just before a model request",
         ),
         (["runs/base.jsonl", "--at", "1", "--model", ""], "--model is empty"),

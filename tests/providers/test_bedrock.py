@@ -19,6 +19,7 @@ from botocore.config import Config
 
 import faultdeck as fd
 from faultdeck import faults
+from faultdeck._cassette.summary import brief
 from faultdeck.attach._install import routed
 from faultdeck.http._eventstream import EventStreamParser, FrameError, decode_message, encode
 from faultdeck.otel import spans
@@ -170,6 +171,21 @@ def test_a_converse_stream_turn_replays_offline(recorded: dict[str, Any]) -> Non
     assert text == "It is 18C in Paris."
     with replay(recorded["stream"]) as deck:
         assert stream_turn(attached(deck, DEAD)) == (names, use, text)
+
+
+def test_a_fork_onto_another_model_is_refused_as_signed(
+    recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    assert brief(fd.load(recorded["turn"])).models == (MODEL,)  # read off the path
+    fork = fd.Deck(tmp_path / "fork.jsonl", mode="fork", parent=recorded["turn"], at=1, model="x")
+    with pytest.raises(fd.ConfigError) as raised:
+        fork.open()
+    message = str(raised.value)
+    assert "\n" not in message
+    assert (
+        "is Bedrock's, signed (SigV4) with the model in its path, so it cannot be sent to 'x'"
+        in message
+    )
 
 
 def test_invoke_model_and_its_stream_replay_offline(recorded: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from google.genai import errors, types
 
 import faultdeck as fd
 from faultdeck import faults
+from faultdeck._cassette.summary import brief
 from faultdeck.http import Transport
 from faultdeck.http._shapes import name_of
 from faultdeck.otel import spans
@@ -320,3 +321,27 @@ def test_its_spans_name_gemini_its_model_from_the_path_and_its_usage(
             assert isinstance(attributes["gen_ai.usage.input_tokens"], int)
             assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
             assert attributes["gen_ai.response.finish_reasons"] == ("STOP",)
+
+
+def test_a_fork_sends_its_live_calls_to_its_model_by_path(fake: Upstream, tmp_path: Path) -> None:
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+
+    def models(deck: fd.Deck, url: str) -> list[str | None]:
+        with client(deck, url) as gemini:
+            return [ask(gemini, ASK, stream=False).model_version for _ in range(2)]
+
+    with fd.Deck(base, mode="record", clock=fd.SystemClock()) as deck:
+        assert models(deck, fake.url) == [MODEL, MODEL]
+    fake.reset()
+    with fd.Deck(new, mode="fork", parent=base, at=1, model="gemini-other") as deck:
+        assert models(deck, fake.url) == [MODEL, "gemini-other"]
+    (sent,) = fake.requests
+    asked = fd.load(base).entries[0].args["path"]
+    assert asked.endswith(f"/models/{MODEL}:generateContent")
+    assert sent["path"] == asked.replace(MODEL, "gemini-other")
+    recording = fd.load(new)
+    assert [e.args["path"] for e in recording.entries] == [asked, sent["path"]]
+    assert brief(recording).models == (MODEL, "gemini-other")  # as faultdeck compare reads them
+    with fd.Deck(new, mode="replay") as deck:  # the program unchanged: it asks for MODEL
+        assert models(deck, DEAD) == [MODEL, "gemini-other"]
+    assert deck.report().used == 2

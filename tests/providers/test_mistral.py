@@ -247,3 +247,62 @@ def test_the_sdk_attaches_with_no_code_change_sync_and_async(tmp_path: Path) -> 
             assert turn(client, stream=False) == "It is sunny in Paris."
         assert asyncio.run(ask_async(DEAD, OTHER_KEY))
     assert KEY.encode() not in path.read_bytes()
+
+
+CODESTRAL = "codestral-latest"
+PROMPT, SUFFIX = "def add(a, b):\n", "\n\nprint(add(1, 2))"
+
+
+def fim(client: Mistral, *, stream: bool) -> tuple[str, Any]:
+    """A FIM completion's text and finish reason, a streamed one gathered from the deltas."""
+    if not stream:
+        reply = client.fim.complete(model=CODESTRAL, prompt=PROMPT, suffix=SUFFIX)
+        assert reply.choices
+        choice = reply.choices[0]
+        assert choice.message is not None
+        return str(choice.message.content or ""), choice.finish_reason
+    text, finish = "", None
+    with client.fim.stream(model=CODESTRAL, prompt=PROMPT, suffix=SUFFIX) as events:
+        for event in events:
+            for choice in event.data.choices:
+                text += str(choice.delta.content or "")
+                finish = choice.finish_reason or finish
+    return text, finish
+
+
+@pytest.fixture(scope="module")
+def completions(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    """A FIM completion recorded whole and streamed against the fake Mistral."""
+    folder = tmp_path_factory.mktemp("mistral-fim")
+    paths = {stream: folder / f"fim-{stream}.jsonl" for stream in (False, True)}
+    with Upstream(app=fake_mistral.create_app()) as upstream:
+        for stream, path in paths.items():
+            with fd.Deck(path, mode="record", clock=fd.SystemClock()) as deck:
+                with mistral(deck, upstream.url, KEY) as client:
+                    assert fim(client, stream=stream)[0] == fake_mistral.FIM_TEXT
+    return paths
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_fim_completion_replays_and_shows_an_empty_or_refused_answer(
+    completions: dict[bool, Path], stream: bool
+) -> None:
+    path = completions[stream]
+    assert names_in(path) == ["mistral.fim.completions"]
+    with replay(path) as deck, mistral(deck, DEAD) as client:
+        assert fim(client, stream=stream) == (fake_mistral.FIM_TEXT, "stop")
+    with replay(path, faults.empty_answer().at(seq=1)) as deck, mistral(deck, DEAD) as client:
+        assert fim(client, stream=stream) == ("", "stop")
+    refused = faults.refusal(text="No.").at(seq=1)
+    with replay(path, refused) as deck, mistral(deck, DEAD) as client:
+        assert fim(client, stream=stream) == ("No.", "stop")
+
+
+def test_a_tool_call_fault_at_fim_is_refused_in_one_line(completions: dict[bool, Path]) -> None:
+    for stream in (False, True):
+        deck = replay(completions[stream], faults.bad_tool_call().at(seq=1))
+        with deck, mistral(deck, DEAD) as client, pytest.raises(fd.ConfigError) as raised:
+            fim(client, stream=stream)
+        message = str(raised.value)
+        assert "\n" not in message
+        assert message.startswith("a tool-call fault at mistral.fim.completions: Mistral FIM")

@@ -133,3 +133,69 @@ def test_a_content_filter_is_refused_in_one_line(cassettes: dict[bool, Path]) ->
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("content_filter at ollama.chat: Ollama chat cannot show it")
+
+
+def ask_generated(c: ollama.Client, streamed: bool) -> dict[str, Any]:
+    """A generated answer as a program sees it: a whole one, or a stream's lines gathered."""
+    if not streamed:
+        reply = c.generate(model="llama-x", prompt="hi there", stream=False)
+        return {"text": reply.response, "thinking": reply.thinking, "reason": reply.done_reason}
+    text, thinking, reason = "", "", None
+    for part in c.generate(model="llama-x", prompt="hi there", stream=True):
+        text += part.response or ""
+        thinking += part.thinking or ""
+        reason = part.done_reason if part.done else reason
+    return {"text": text, "thinking": thinking or None, "reason": reason}
+
+
+GENERATING = Asking(client, ask_generated)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    return GENERATING.record(tmp_path_factory.mktemp("ollama-generate"), create_app())
+
+
+@STREAMED
+def test_a_generated_answer_empty_refused_or_reasoning_only(
+    generated: dict[bool, Path], streamed: bool
+) -> None:
+    path = generated[streamed]
+    with fd.Deck(path, mode="replay") as deck:
+        assert ask_generated(client(deck, DEAD), streamed)["text"] == "You said: hi there"
+    empty = GENERATING.answered(path, streamed, faults.empty_answer())
+    assert (empty["text"], empty["reason"]) == ("", "stop")
+    refused = GENERATING.answered(path, streamed, faults.refusal("No."))
+    assert (refused["text"], refused["reason"]) == ("No.", "stop")
+    thought = GENERATING.answered(path, streamed, faults.reasoning_only())
+    assert thought["text"] == ""
+    assert thought["thinking"]
+
+
+@pytest.mark.parametrize("fault", [faults.bad_tool_call(), faults.length_stop()])
+def test_a_tool_call_fault_at_generate_is_refused_in_one_line(
+    generated: dict[bool, Path], fault: fd.Fault
+) -> None:
+    for streamed in (False, True):
+        with pytest.raises(fd.ConfigError) as raised:
+            GENERATING.answered(generated[streamed], streamed, fault)
+        message = str(raised.value)
+        assert "\n" not in message
+        assert message.startswith(
+            "a tool-call fault at ollama.generate: Ollama generate (text, no tool calls) "
+            "cannot show it"
+        )
+
+
+def test_a_rehearsal_places_no_tool_call_fault_at_generate(generated: dict[bool, Path]) -> None:
+    def entry(deck: fd.Deck, clock: fd.VirtualClock) -> list[fd.Outcome]:
+        try:
+            ask_generated(client(deck, DEAD), False)
+        except (ollama.ResponseError, httpx.HTTPError):
+            return [fd.Outcome("answer", "stopped", reason="transient")]
+        return [fd.Outcome("answer", "ok")]
+
+    matrix = fd.rehearse(entry, str(generated[False]))
+    labels = {cell.label for cell in matrix.cells}
+    assert "timeout" in labels  # the matrix ran its network rows at the call
+    assert "bad tool call" not in labels

@@ -1,10 +1,12 @@
-"""A local fake Mistral API: ``POST /v1/chat/completions`` as Mistral answers it.
+"""A local fake Mistral API: ``POST /v1/chat/completions`` and ``/v1/fim/completions`` as
+Mistral answers them.
 
 The same script as the fake upstream's (a tool offered -> a call of ``get_weather`` with
 ``{"city": "Paris"}``; a tool result ``R`` -> ``"It is R in Paris."``), in Mistral's shape:
 no ``refusal`` on a message, ids of 9 letters and digits for tool calls, and a streamed tool
 call whole in one chunk, the stream ending ``data: [DONE]``. Ids and ``created`` are fresh on
-every answer. A request without ``authorization: Bearer`` gets Mistral's 401.
+every answer. A request without ``authorization: Bearer`` gets Mistral's 401. A FIM
+completion answers ``return a + b`` between the prompt and the suffix, in the same shape.
 """
 
 from __future__ import annotations
@@ -46,11 +48,15 @@ def _usage(body: dict[str, Any], text: str) -> dict[str, int]:
     }
 
 
+FIM_TEXT = "    return a + b"
+
+
 async def chat(request: Request) -> Response:
     if not request.headers.get("authorization", "").startswith("Bearer "):
         return JSONResponse({"detail": "Unauthorized"}, status_code=401)
     body = await _json_body(request)
-    text, tool = _chat_reply(body)
+    fim = request.url.path.endswith("/fim/completions")
+    text, tool = (FIM_TEXT, None) if fim else _chat_reply(body)
     head = {
         "id": _id(32).lower(),
         "object": "chat.completion",
@@ -85,7 +91,12 @@ async def chat(request: Request) -> Response:
 
 def create_app() -> Starlette:
     """The fake Mistral app."""
-    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/fim/completions", chat, methods=["POST"]),
+        ]
+    )
     app.state.requests = []
     app.state.stream_delay = None
     return app

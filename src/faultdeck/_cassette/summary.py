@@ -4,6 +4,8 @@ the time they took, the faults recorded in it, the models its requests asked for
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,14 +45,29 @@ def show_json(recording: Recording, cassette: str) -> dict[str, Any]:
     }
 
 
+_MODEL_IN_PATH = re.compile(r"/models/([^/:]+):[A-Za-z]+$|/model/([^/]+)/[a-z-]+$")
+"""Where a path names its model: Gemini's ``…/models/{model}:generateContent`` (Vertex AI's
+publisher paths too), Bedrock's ``/model/{modelId}/converse`` (the id percent-encoded)."""
+
+
+def model_in_path(path: Any) -> re.Match[str] | None:
+    """Where ``path`` names the model it asks (``_MODEL_IN_PATH``): group 1 for Gemini's,
+    group 2 for Bedrock's; ``None`` when it names none."""
+    return _MODEL_IN_PATH.search(path) if type(path) is str else None
+
+
 def requested_model(args: Any) -> str | None:
     """The model an HTTP request's args ask for: the ``model`` field of its JSON body (an
-    OpenAI or Anthropic request), or ``None`` (no body, not JSON, no such field)."""
+    OpenAI, Anthropic, Mistral… request), else the model its path names (Gemini, Bedrock),
+    or ``None``."""
     if type(args) is not dict or "method" not in args:
         return None
     body = args.get("body")
     model = body.get("model") if type(body) is dict else None
-    return model if type(model) is str and model else None
+    if type(model) is str and model:
+        return model
+    found = model_in_path(args.get("path"))
+    return urllib.parse.unquote(found.group(found.lastindex or 0)) if found else None
 
 
 def usage_counts(answer: Any) -> tuple[int | None, int | None]:

@@ -2,9 +2,11 @@
 
 ``Deck(new, mode="fork", parent=old, at=N, model="other-model")`` (``faultdeck fork … --model
 other-model``) sends every call after seq N whose request names a model (the ``model`` field
-of its JSON body: OpenAI's chat completions, responses and embeddings, Anthropic's messages)
-to ``other-model``. The deck keys the call as it will be sent (``Retarget.apply``, in
-``Run.begin``), and the HTTP boundary rewrites the request before it goes live; so the
+of its JSON body: OpenAI's chat completions, responses and embeddings, Anthropic's messages;
+or its path: Gemini's ``…/models/{model}:generateContent``) to ``other-model``. Bedrock's
+path names the model too, but is signed with it (SigV4): a fork cannot send it elsewhere.
+The deck keys the call as it will be sent (``Retarget.apply``, in ``Run.begin``), and the
+HTTP boundary rewrites the request before it goes live; so the
 cassette holds what was really sent. The new cassette's header says so next to the fork
 point (``"parent": {…, "at": N, "model": "other-model"}``), and a deck that replays it,
 appends to it or resumes it sends the same calls to the same model: the program, unchanged,
@@ -25,7 +27,7 @@ from typing import Any
 
 from .._base.errors import CassetteCorrupt, ConfigError
 from .._cassette.format import Entry
-from .._cassette.summary import requested_model
+from .._cassette.summary import model_in_path, requested_model
 
 MODEL_ENV = "FAULTDECK_FORK_MODEL"
 """The variable ``faultdeck fork --model`` names the model in, for ``Deck.from_env``."""
@@ -48,14 +50,24 @@ class Retarget:
 
     def apply(self, seq: int, kind: str, args: Any) -> tuple[Any, str | None]:
         """A call's args as it will be sent, and the model it is sent to (``None``: it goes
-        as it asks, having no model field or no rewrite at its seq)."""
+        as it asks, having no model field or no rewrite at its seq).
+
+        Raises:
+            ConfigError: the request names its model where it cannot be rewritten (Bedrock).
+        """
         if kind != "model":
             return args, None
         model = self.model_at(seq)
         asked = requested_model(args) if model is not None else None
-        if asked is None or asked == model:
+        if model is None or asked is None or asked == model:
             return args, None
-        return {**args, "body": {**args["body"], "model": model}}, model
+        body = args.get("body")
+        if type(body) is dict and body.get("model") == asked:
+            return {**args, "body": {**body, "model": model}}, model
+        why = _unsendable(args)
+        if why is not None:
+            raise ConfigError(f"seq {seq}: this request {why}; it cannot be sent to {model!r}")
+        return {**args, "path": with_model(args["path"], model)}, model
 
     def header(self, at: int) -> dict[str, Any]:
         """The fields a fork at ``at`` writes into its header's ``parent``: ``model`` (the
@@ -84,15 +96,34 @@ def fork_retarget(
     """
     steps = [(after, m) for after, m in (parent.steps if parent else ()) if after <= at]
     if model is not None:
-        if first_live is not None and requested_model(first_live.args) is None:
+        why = None if first_live is None else _unsendable(first_live.args)
+        if first_live is not None and why is not None:
             raise ConfigError(
                 f"seq {first_live.seq} of {path}, the first call after the fork point, is "
-                f"{first_live.kind} {first_live.name}, whose recorded request names no model "
-                f"(a JSON body field 'model'), so it cannot be sent to {model!r}; fork at "
-                "the seq just before a model request"
+                f"{first_live.kind} {first_live.name}, whose recorded request {why}, so it "
+                f"cannot be sent to {model!r}; fork at the seq just before a model request"
             )
         steps = [(after, m) for after, m in steps if after < at] + [(at, model)]
     return Retarget(tuple(steps)) if steps else None
+
+
+def with_model(path: str, model: str) -> str:
+    """A Gemini path (``model_in_path``) naming ``model`` instead of the one it asks."""
+    found = model_in_path(path)
+    assert found is not None  # (``_unsendable`` said it is Gemini's)
+    assert found.lastindex == 1
+    return f"{path[: found.start(1)]}{model}{path[found.end(1) :]}"
+
+
+def _unsendable(args: Any) -> str | None:
+    """Why a request cannot be sent to another model, or ``None`` when it can."""
+    if requested_model(args) is None:
+        return "names no model (a JSON body field 'model', or Gemini's path)"
+    body = args.get("body")
+    in_path = None if type(body) is dict and "model" in body else model_in_path(args.get("path"))
+    if in_path is not None and in_path.lastindex == 2:
+        return "is Bedrock's, signed (SigV4) with the model in its path"
+    return None
 
 
 def check_model(mode: str, model: str | None) -> None:

@@ -28,7 +28,7 @@ from .._judge.policy import Outcome, Policy
 from ..faults import KINDS, Fault, FaultPlan
 from ..faults._kinds import Judged
 from ..faults._results import lands_on
-from ..faults._shapes import silent_about
+from ..faults._shapes import TOOL_CALL_KINDS, silent_about, without_tool_calls
 
 Status = Literal["held", "broke", "miss", "raised", "killed", "not fired"]
 FINDINGS: frozenset[str] = frozenset({"broke", "miss", "raised"})
@@ -235,6 +235,8 @@ def _changes(fault: Fault, call: CallRecord, answers: Mapping[int, Any] | None) 
     spec = fault.spec
     if spec.answer is not None and silent_about(call.name) is not None:
         return False  # a call whose answers show no misbehaviour (an embedding): not run
+    if spec.name in TOOL_CALL_KINDS and without_tool_calls(call.name) is not None:
+        return False  # a call whose answers hold no tool call (Ollama's generate): not run
     if spec.alter is None:
         return True
     if call.name.startswith(_MCP_REQUEST):

@@ -49,11 +49,13 @@ WIRES: Mapping[str, Wire] = {
     "openai.responses": RESPONSES,
     "anthropic.messages": MESSAGES,
     "ollama.chat": _ollama_wire.CHAT,
+    "ollama.generate": _ollama_wire.GENERATE,
     "cohere.chat": _cohere_wire.CHAT,
     "gemini.generate_content": GEMINI,
     "gemini.stream_generate_content": GEMINI,
     "azure.chat.completions": AZURE_CHAT,
     "mistral.chat.completions": MISTRAL_CHAT,
+    "mistral.fim.completions": MISTRAL_CHAT,
     "bedrock.converse": CONVERSE,
     "bedrock.converse_stream": CONVERSE,
 }

@@ -1,5 +1,5 @@
-"""Ollama's native chat format (``/api/chat``), and each misbehaviour and broken tool call
-as it shows them (``_formats`` says what a ``Wire`` is).
+"""Ollama's native chat (``/api/chat``) and generate (``/api/generate``) formats, and each
+misbehaviour and broken tool call as they show them (``_formats`` says what a ``Wire`` is).
 
 An answer is one object: ``message`` (``role``, ``content``, ``thinking``, ``tool_calls``
 whose ``function.arguments`` is a JSON object, not text), ``done: true``, ``done_reason``
@@ -13,6 +13,10 @@ reasoning-only answer holds ``thinking`` and nothing else. A tool call whose arg
 no JSON object cannot stand in ``tool_calls`` (Ollama parses the model's call before it
 answers): the call is gone and its text is the message's ``content``, as Ollama leaves a
 call it could not parse; an answer cut inside its call ends ``done_reason: "length"`` so.
+
+A generate answer is the same object with the text in ``response`` (and ``thinking``)
+instead of a ``message``, and no tool calls; its stream's lines each hold a piece of the
+``response``, the last one ``""``.
 """
 
 from __future__ import annotations
@@ -94,6 +98,66 @@ CHAT = Wire(
         "empty_answer": _answer(),
         "refusal": _answer("{text}"),
         "reasoning_only": _answer(thinking=REASONING_TEXT),
+    },
+    {"content_filter": "a local server has no content filter"},
+)
+
+
+def _generated(body: Any) -> bool:
+    return isinstance(body, dict) and isinstance(body.get("response"), str) and "done" in body
+
+
+def _fold_generated(events: list[Event]) -> Body | None:
+    """The answer a generate stream carries: its pieces of response and thinking joined,
+    the last line's reason and timings."""
+    data = [d for d in data_of(events) if isinstance(d.get("response"), str)]
+    if not data:
+        return None
+    body: Body = copy.deepcopy(data[-1])
+    body["response"] = "".join(d["response"] for d in data)
+    thinking = "".join(str(d.get("thinking") or "") for d in data)
+    if thinking:
+        body["thinking"] = thinking
+    return body
+
+
+def _unfold_generated(body: Body, recorded: list[Event]) -> list[Event]:
+    """The lines Ollama streams a generated answer as: the thinking, the response, each on
+    a line of its own (``done: false``), then the last line with the reason."""
+    head = {k: v for k, v in body.items() if k in ("model", "created_at")}
+    out: list[Event] = [
+        {"data": {**head, "response": "", field: body[field], "done": False}}
+        if field == "thinking"
+        else {"data": {**head, "response": body[field], "done": False}}
+        for field in ("thinking", "response")
+        if body.get(field)
+    ]
+    last = {k: v for k, v in body.items() if k != "thinking"}
+    out.append({"data": {**last, "response": ""}})
+    return timed(out, recorded)
+
+
+def _generated_answer(response: str = "", *, thinking: str | None = None) -> Any:
+    def show(params: Params, body: Body) -> Body:
+        body.pop("thinking", None)
+        body["response"] = params["text"] if response == "{text}" else response
+        if thinking is not None:
+            body["thinking"] = thinking
+        body["done_reason"] = "stop"
+        return body
+
+    return show
+
+
+GENERATE = Wire(
+    "Ollama generate",
+    _generated,
+    _fold_generated,
+    _unfold_generated,
+    {
+        "empty_answer": _generated_answer(),
+        "refusal": _generated_answer("{text}"),
+        "reasoning_only": _generated_answer(thinking=REASONING_TEXT),
     },
     {"content_filter": "a local server has no content filter"},
 )

@@ -75,19 +75,33 @@ SILENT: Mapping[str, str] = {
     "openai.embeddings": "OpenAI Embeddings (vectors, no message)",
     "openai.completions": "legacy OpenAI Completions",
     "ollama.embed": "Ollama embeddings (vectors, no message)",
-    "ollama.generate": "Ollama generate (its answers are not rewritten)",
     "cohere.embed": "Cohere embeddings (vectors, no message)",
     "bedrock.invoke_model": "Bedrock InvokeModel (each model's own body)",
     "bedrock.invoke_model_stream": "Bedrock InvokeModel (each model's own body)",
-    "mistral.fim.completions": "Mistral FIM completions (its answers are not rewritten)",
 }
 """Model calls whose answers show no misbehaviour: a fault that would break one (a tool
 call, an empty or refused answer…) is a ``ConfigError`` there, never a silent no-op."""
 
 
+NO_TOOL_CALLS: Mapping[str, str] = {
+    "ollama.generate": "Ollama generate (text, no tool calls)",
+    "mistral.fim.completions": "Mistral FIM completions (code, no tool calls)",
+}
+"""Model calls whose answers show the misbehaviours of text (empty, refused, reasoning
+only) but hold no tool calls: a tool-call fault there is a ``ConfigError`` too."""
+
+TOOL_CALL_KINDS = frozenset({"bad_tool_call", "length_stop"})
+"""The fault kinds that break a tool call in an answer."""
+
+
 def silent_about(name: str) -> str | None:
     """What model call ``name`` is, when its answers show no misbehaviour (``SILENT``)."""
     return SILENT.get(name) or SILENT.get(wire_of(name))
+
+
+def without_tool_calls(name: str) -> str | None:
+    """What model call ``name`` is, when its answers hold no tool calls to break."""
+    return silent_about(name) or NO_TOOL_CALLS.get(name)
 
 
 def refuse_tool_call_fault(name: str, able: Iterable[str]) -> None:
@@ -96,7 +110,7 @@ def refuse_tool_call_fault(name: str, able: Iterable[str]) -> None:
     Raises:
         ConfigError: naming the calls it can land on (``able``).
     """
-    title = silent_about(name)
+    title = without_tool_calls(name)
     if title is not None:
         raise ConfigError(
             f"a tool-call fault at {name}: {title} cannot show it; land it on "

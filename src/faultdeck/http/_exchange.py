@@ -23,6 +23,7 @@ from .._cassette.format import Entry, body_bytes
 from .._cassette.lines import RESTORE, http_answer_problem
 from .._deck.altering import give, given
 from .._deck.call import Call
+from .._deck.retarget import with_model
 from ..faults import KINDS, Fault
 from ..faults._answers import PREVIOUS
 from ._bodies import encode, request_body
@@ -130,18 +131,20 @@ class Exchange(Live):
 
     def sent_to(self, model: str) -> Any:
         """The request as it goes live to ``model``: its JSON body's ``model`` field
-        rewritten (the call's args were keyed with it), its ``Content-Length`` made anew;
-        the rest (headers, timeouts) as the client built it."""
+        rewritten (the call's args were keyed with it), its ``Content-Length`` made anew,
+        or, where the path names the model (Gemini), its path; the rest (headers,
+        timeouts) as the client built it."""
         request, httpx = self.request, self.owner.httpx
         body = orjson.loads(self.body)
-        body["model"] = model
+        url, content = request.url, self.body
+        if isinstance(body, dict) and "model" in body:
+            body["model"] = model
+            content = orjson.dumps(body)
+        else:
+            url = url.copy_with(path=with_model(url.path, model))
         headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
         return httpx.Request(
-            request.method,
-            request.url,
-            headers=headers,
-            content=orjson.dumps(body),
-            extensions=request.extensions,
+            request.method, url, headers=headers, content=content, extensions=request.extensions
         )
 
     def content(self, entry: Entry, value: dict[str, Any]) -> bytes:

@@ -19,8 +19,6 @@ starts when the one before it ended, lasting its ``ms``.
 from __future__ import annotations
 
 import os
-import re
-import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,7 +26,7 @@ from typing import Any, Literal
 import orjson
 
 from .._cassette.format import Entry, Recording
-from .._cassette.summary import usage_counts
+from .._cassette.summary import requested_model, usage_counts
 from .._diff.order import run_order
 
 Scalar = str | bool | int | float
@@ -64,13 +62,6 @@ OPERATIONS = {
 }
 """``gen_ai.operation.name`` by the API a call name names after its provider
 (``openai.embeddings`` -> ``embeddings``); any other model call is ``chat``."""
-
-_MODEL_IN_PATH = {
-    "gemini": re.compile(r"/models/([^/:]+)"),
-    "bedrock": re.compile(r"/model/([^/]+)"),
-}
-"""Where Gemini's and Bedrock's paths name the model (``/v1beta/models/gemini-x:generate…``,
-``/model/{modelId}/converse``, the id's own ``:`` kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,11 +167,7 @@ def _model(entry: Entry, provider: str, attributes: Attributes) -> str:
     request: dict[str, Any] = body if isinstance(body, dict) else args
     if entry.kind == "http" or "method" in args:
         _http_request(args, attributes)
-    model = request.get("model")
-    pattern = _MODEL_IN_PATH.get(provider)
-    in_path = pattern.search(path) if pattern is not None else None
-    if in_path is not None:
-        model = urllib.parse.unquote(in_path.group(1))
+    model = requested_model(args) or request.get("model")
     for key in ("max_tokens", "temperature", "top_p"):
         value = request.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
