@@ -30,6 +30,7 @@ from tests.support.plants import B64, UPPER_DIGITS, rand
 ACCESS_KEY = "AK" + "IA" + rand("bedrock-access", UPPER_DIGITS, 16)
 SECRET_KEY = rand("bedrock-secret", B64, 40)
 SESSION_TOKEN = "IQoJb3JpZ2luX2Vj" + rand("bedrock-token", B64, 200)
+OTHER_TOKEN = "FwoGZX" + "IvYXdzE" + rand("bedrock-other-token", B64, 300)
 OTHER_KEY = "AS" + "IA" + rand("bedrock-other", UPPER_DIGITS, 16)
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 ASK = [{"role": "user", "content": [{"text": "What is the weather?"}]}]
@@ -260,19 +261,21 @@ def test_planted_aws_credentials_never_reach_the_cassettes(recorded: dict[str, A
 
 def test_aws_credentials_pasted_into_a_prompt_are_masked(tmp_path: Path) -> None:
     path = tmp_path / "pasted.jsonl"
-    # The secret key and the session token are masked by their labels (no shape of the
-    # table names them bare); the access key id by its shape.
+    # The secret key is masked by its label (no shape of the table names it bare); the
+    # access key id and the session token by their shapes, labelled or not.
     said = (
         f"keys: {ACCESS_KEY} aws_secret_access_key={SECRET_KEY} aws_session_token={SESSION_TOKEN}"
+        f" and again, bare: {OTHER_TOKEN}"
     )
     with Upstream(app=create_app()) as upstream, fd.Deck(path, mode="record") as deck:
         attached(deck, upstream.url).converse(
             modelId=MODEL, messages=[{"role": "user", "content": [{"text": said}]}]
         )
     raw = path.read_bytes()
-    for planted in (ACCESS_KEY, SECRET_KEY, SESSION_TOKEN):
+    for planted in (ACCESS_KEY, SECRET_KEY, SESSION_TOKEN, OTHER_TOKEN, OTHER_TOKEN[12:60]):
         assert planted.encode() not in raw
-    assert raw.count("«redacted:sha256:".encode()) >= 3
+    assert raw.count("«redacted:sha256:".encode()) >= 4
+    assert fd.Redactor().scan_text(OTHER_TOKEN) == ["aws_session_token"]
 
 
 def test_a_presigned_query_keeps_no_credential() -> None:

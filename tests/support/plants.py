@@ -130,6 +130,13 @@ ROWS: dict[str, tuple[list[Plant], list[str]]] = {
         ],
         ["aws_secret_access_key=short", "the secret access key is in the vault"],
     ),
+    "aws_session_token/IF": (
+        [
+            _exact("aws_session_token", "IQoJb3" + "JpZ2luX2Vj" + rand("sts1", B64, 600) + "=="),
+            _in("aws_session_token", "token {} ok", "FwoGZX" + "IvYXdzE" + rand("sts2", B64, 300)),
+        ],
+        ["IQoJb3JpZ2lu is how a session token starts", "FwoGZXIvYXdzEshort"],
+    ),
     "azure_storage_key/AS": (
         [
             Plant(

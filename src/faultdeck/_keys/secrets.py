@@ -97,6 +97,12 @@ SHAPES: tuple[Shape, ...] = (
         "AWS secret access keys, by their label",
     ),
     Shape(
+        "aws_session_token",
+        "IF",
+        r"(?:(?<=I)QoJb3JpZ2lu|(?<=F)[wQ]oGZXIvYXdz)" + _B64 + r"{100,}={0,2}",
+        "AWS session tokens (STS: IQoJb3JpZ2lu…, FwoGZXIvYXdz…)",
+    ),
+    Shape(
         "azure_storage_key",
         "AS",
         r"(?:(?<=A)ccount|(?<=S)haredAccess)Key=(?P<secret>" + _B64 + r"{40,}={0,2})",
