@@ -20,12 +20,13 @@ from botocore.config import Config
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck._cassette.summary import brief
+from faultdeck._deck.retarget import Retarget
 from faultdeck.attach._install import routed
 from faultdeck.http._eventstream import EventStreamParser, FrameError, decode_message, encode
-from faultdeck.otel import spans
 from tests.support.fake_bedrock import TOOL_ARGUMENTS, TOOL_CONFIG, create_app, event, frame
 from tests.support.fake_upstream import Upstream
 from tests.support.plants import B64, UPPER_DIGITS, rand
+from tests.support.sdk import model_spans
 
 ACCESS_KEY = "AK" + "IA" + rand("bedrock-access", UPPER_DIGITS, 16)
 SECRET_KEY = rand("bedrock-secret", B64, 40)
@@ -186,6 +187,16 @@ def test_a_fork_onto_another_model_is_refused_as_signed(
     assert (
         "is Bedrock's, signed (SigV4) with the model in its path, so it cannot be sent to 'x'"
         in message
+    )
+    assert message.endswith("fork without --model and change the modelId the program asks for")
+    # A Bedrock call later in a fork onto another model (its first live call another
+    # provider's) is refused as it is made, in the same terms.
+    later = fd.load(recorded["turn"]).entries[1]
+    with pytest.raises(fd.ConfigError) as raised:
+        Retarget(((0, "x"),)).apply(later.seq, "model", later.args)
+    assert str(raised.value) == (
+        "seq 2: this request is Bedrock's, signed (SigV4) with the model in its path, so it "
+        "cannot be sent to 'x'; fork without --model and change the modelId the program asks for"
     )
 
 
@@ -549,15 +560,15 @@ def test_a_reasoning_only_answer_is_a_reasoning_block(recorded: dict[str, Any]) 
 def test_its_spans_name_bedrock_its_model_from_the_path_and_its_usage(
     recorded: dict[str, Any],
 ) -> None:
-    for name in ("turn", "stream"):
-        for span in spans(fd.load(recorded[name]), start_ns=0)[1:]:
-            attributes = dict(span.attributes or {})
-            assert span.name == f"chat {MODEL}"
-            assert attributes["gen_ai.provider.name"] == "aws.bedrock"
-            assert attributes["gen_ai.usage.input_tokens"] == 12
-            assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
-            reasons: Any = attributes["gen_ai.response.finish_reasons"]
-            assert set(reasons) <= {"tool_use", "end_turn"}
+    found = model_spans(recorded["turn"], recorded["stream"])
+    assert found
+    for name, attributes in found:
+        assert name == f"chat {MODEL}"
+        assert attributes["gen_ai.provider.name"] == "aws.bedrock"
+        assert attributes["gen_ai.usage.input_tokens"] == 12
+        assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
+        reasons: Any = attributes["gen_ai.response.finish_reasons"]
+        assert set(reasons) <= {"tool_use", "end_turn"}
 
 
 def test_attaching_what_is_no_botocore_client_is_one_line(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ import pytest
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck.http import Transport
-from faultdeck.otel import spans
 from tests.support.fake_cohere import COHERE_TOOLS, PLAN, create_app
 from tests.support.fake_upstream import Upstream
+from tests.support.sdk import model_spans
 
 DEAD = "http://127.0.0.1:9"  # nothing listens: a replay that went live would fail loudly
 # Cohere keys have no fixed prefix: 40 letters and digits.
@@ -254,12 +254,12 @@ def test_a_rehearsal_runs_the_misbehaviours_cohere_answers_show(
 
 
 def test_its_spans_name_cohere_and_read_its_usage(cassettes: dict[str, Any]) -> None:
-    for path in cassettes["paths"].values():
-        for span in spans(fd.load(path), start_ns=0)[1:]:
-            attributes = dict(span.attributes or {})
-            assert span.name == "chat command-x"
-            assert attributes["gen_ai.provider.name"] == "cohere"
-            assert attributes["gen_ai.usage.input_tokens"] == 30  # its tokens, not billed units
-            assert attributes["gen_ai.usage.output_tokens"] == 6
-            reasons: Any = attributes["gen_ai.response.finish_reasons"]
-            assert set(reasons) <= {"TOOL_CALL", "COMPLETE"}
+    found = model_spans(*cassettes["paths"].values())
+    assert found
+    for name, attributes in found:
+        assert name == "chat command-x"
+        assert attributes["gen_ai.provider.name"] == "cohere"
+        assert attributes["gen_ai.usage.input_tokens"] == 30  # its tokens, not billed units
+        assert attributes["gen_ai.usage.output_tokens"] == 6
+        reasons: Any = attributes["gen_ai.response.finish_reasons"]
+        assert set(reasons) <= {"TOOL_CALL", "COMPLETE"}

@@ -22,10 +22,10 @@ from faultdeck import faults
 from faultdeck._cassette.summary import brief
 from faultdeck.http import Transport
 from faultdeck.http._shapes import name_of
-from faultdeck.otel import spans
 from tests.support.fake_gemini import DEFAULT_TEXT, create_app, tool_result_text
 from tests.support.fake_upstream import Upstream
 from tests.support.gemini_sdk import ASK, CONFIG, DEAD, KEY, MODEL, arun, ask, client, turn
+from tests.support.sdk import model_spans
 
 
 @pytest.fixture
@@ -311,16 +311,16 @@ def test_the_key_in_a_header_or_the_query_never_reaches_the_cassette(
 def test_its_spans_name_gemini_its_model_from_the_path_and_its_usage(
     cassettes: dict[str, Path],
 ) -> None:
-    for name in ("plain", "stream"):
-        for span in spans(fd.load(cassettes[name]), start_ns=0)[1:]:
-            attributes = dict(span.attributes or {})
-            assert span.name == f"generate_content {MODEL}"
-            assert attributes["gen_ai.provider.name"] == "gcp.gemini"
-            assert attributes["gen_ai.request.model"] == MODEL
-            assert attributes["gen_ai.response.model"] == MODEL
-            assert isinstance(attributes["gen_ai.usage.input_tokens"], int)
-            assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
-            assert attributes["gen_ai.response.finish_reasons"] == ("STOP",)
+    found = model_spans(cassettes["plain"], cassettes["stream"])
+    assert found
+    for name, attributes in found:
+        assert name == f"generate_content {MODEL}"
+        assert attributes["gen_ai.provider.name"] == "gcp.gemini"
+        assert attributes["gen_ai.request.model"] == MODEL
+        assert attributes["gen_ai.response.model"] == MODEL
+        assert isinstance(attributes["gen_ai.usage.input_tokens"], int)
+        assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
+        assert attributes["gen_ai.response.finish_reasons"] == ("STOP",)
 
 
 def test_a_fork_sends_its_live_calls_to_its_model_by_path(fake: Upstream, tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ import pytest
 import faultdeck as fd
 from faultdeck import faults
 from faultdeck.http import AsyncTransport, Transport
-from faultdeck.otel import spans
 from tests.support.fake_ollama import OLLAMA_TOOLS, create_app
 from tests.support.fake_upstream import Upstream
+from tests.support.sdk import model_spans
 
 DEAD = "http://127.0.0.1:9"  # nothing listens: a replay that went live would fail loudly
 ASK: list[dict[str, Any]] = [{"role": "user", "content": "What is the weather?"}]
@@ -313,11 +313,11 @@ def test_generate_and_embed_are_named_and_replay(tmp_path: Path) -> None:
 
 
 def test_its_spans_name_ollama_and_read_its_counts(cassettes: dict[str, Any]) -> None:
-    for name in ("turn", "stream"):
-        for span in spans(fd.load(cassettes["paths"][name]), start_ns=0)[1:]:
-            attributes = dict(span.attributes or {})
-            assert span.name == "chat llama-x"
-            assert attributes["gen_ai.provider.name"] == "ollama"
-            assert attributes["gen_ai.usage.input_tokens"] == 12
-            assert attributes["gen_ai.usage.output_tokens"] == 6
-            assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    found = model_spans(cassettes["paths"]["turn"], cassettes["paths"]["stream"])
+    assert found
+    for name, attributes in found:
+        assert name == "chat llama-x"
+        assert attributes["gen_ai.provider.name"] == "ollama"
+        assert attributes["gen_ai.usage.input_tokens"] == 12
+        assert attributes["gen_ai.usage.output_tokens"] == 6
+        assert attributes["gen_ai.response.finish_reasons"] == ("stop",)

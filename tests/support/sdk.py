@@ -139,3 +139,14 @@ def tool_turn(client: openai.OpenAI, *, model: str, stream: bool) -> str:
     ]
     final = client.chat.completions.create(model=model, messages=messages, tools=OPENAI_TOOLS)
     return final.choices[0].message.content or ""
+
+
+def model_spans(*paths: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The OTel span of each call of the cassettes at ``paths`` (each run's root span left
+    out), as its name and attributes."""
+    from faultdeck.otel import spans
+
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        found += [(s.name, dict(s.attributes or {})) for s in spans(fd.load(path), start_ns=0)[1:]]
+    return found

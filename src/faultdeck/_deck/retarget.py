@@ -64,9 +64,12 @@ class Retarget:
         body = args.get("body")
         if type(body) is dict and body.get("model") == asked:
             return {**args, "body": {**body, "model": model}}, model
-        why = _unsendable(args)
-        if why is not None:
-            raise ConfigError(f"seq {seq}: this request {why}; it cannot be sent to {model!r}")
+        refused = _unsendable(args)
+        if refused is not None:
+            why, instead = refused
+            raise ConfigError(
+                f"seq {seq}: this request {why}, so it cannot be sent to {model!r}; {instead}"
+            )
         return {**args, "path": with_model(args["path"], model)}, model
 
     def header(self, at: int) -> dict[str, Any]:
@@ -96,12 +99,13 @@ def fork_retarget(
     """
     steps = [(after, m) for after, m in (parent.steps if parent else ()) if after <= at]
     if model is not None:
-        why = None if first_live is None else _unsendable(first_live.args)
-        if first_live is not None and why is not None:
+        refused = None if first_live is None else _unsendable(first_live.args)
+        if first_live is not None and refused is not None:
+            why, instead = refused
             raise ConfigError(
                 f"seq {first_live.seq} of {path}, the first call after the fork point, is "
                 f"{first_live.kind} {first_live.name}, whose recorded request {why}, so it "
-                f"cannot be sent to {model!r}; fork at the seq just before a model request"
+                f"cannot be sent to {model!r}; {instead}"
             )
         steps = [(after, m) for after, m in steps if after < at] + [(at, model)]
     return Retarget(tuple(steps)) if steps else None
@@ -115,14 +119,21 @@ def with_model(path: str, model: str) -> str:
     return f"{path[: found.start(1)]}{model}{path[found.end(1) :]}"
 
 
-def _unsendable(args: Any) -> str | None:
-    """Why a request cannot be sent to another model, or ``None`` when it can."""
+def _unsendable(args: Any) -> tuple[str, str] | None:
+    """Why a request cannot be sent to another model and what to do instead, or ``None``
+    when it can."""
     if requested_model(args) is None:
-        return "names no model (a JSON body field 'model', or Gemini's path)"
+        return (
+            "names no model (a JSON body field 'model', or Gemini's path)",
+            "fork at the seq just before a model request",
+        )
     body = args.get("body")
     in_path = None if type(body) is dict and "model" in body else model_in_path(args.get("path"))
     if in_path is not None and in_path.lastindex == 2:
-        return "is Bedrock's, signed (SigV4) with the model in its path"
+        return (
+            "is Bedrock's, signed (SigV4) with the model in its path",
+            "fork without --model and change the modelId the program asks for",
+        )
     return None
 
 

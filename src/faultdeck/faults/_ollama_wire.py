@@ -125,13 +125,11 @@ def _unfold_generated(body: Body, recorded: list[Event]) -> list[Event]:
     """The lines Ollama streams a generated answer as: the thinking, the response, each on
     a line of its own (``done: false``), then the last line with the reason."""
     head = {k: v for k, v in body.items() if k in ("model", "created_at")}
-    out: list[Event] = [
-        {"data": {**head, "response": "", field: body[field], "done": False}}
-        if field == "thinking"
-        else {"data": {**head, "response": body[field], "done": False}}
-        for field in ("thinking", "response")
-        if body.get(field)
-    ]
+    out: list[Event] = []
+    if body.get("thinking"):
+        out.append({"data": {**head, "response": "", "thinking": body["thinking"], "done": False}})
+    if body.get("response"):
+        out.append({"data": {**head, "response": body["response"], "done": False}})
     last = {k: v for k, v in body.items() if k != "thinking"}
     out.append({"data": {**last, "response": ""}})
     return timed(out, recorded)
